@@ -1,0 +1,313 @@
+#pragma once
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "../../expr/broadcast.hpp"
+#include "../../expr/elementwise.hpp"
+#include "../../expr/reduction.hpp"
+#include "../../expr/structural.hpp"
+#include "context.hpp"
+#include "fused_loop.hpp"
+#include "leaf_eval.hpp"
+
+namespace symflow::cpu {
+
+// Evaluators mirror the expression tree. Building them checks every runtime extent (before any
+// work); prepare() then materialises what cannot fuse (kernels, views of computed values, inner
+// reductions), after which the fused protocol (bind_frame / set_row / scalar / packet) reads them
+// as leaves. Evaluators dispatch on node_kind only; everything op-specific comes from the op type.
+
+template <expression E, class Ctx>
+auto make_evaluator(const E& node, Ctx& ctx);
+
+namespace detail {
+template <class Op, class T, std::size_t N, class = std::make_index_sequence<N>>
+inline constexpr bool has_packet = false;
+template <class Op, class T, std::size_t N, std::size_t... I>
+  requires std::is_floating_point_v<T>
+inline constexpr bool has_packet<Op, T, N, std::index_sequence<I...>> =
+    requires(const simd::packet_t<T>& p) { Op::packet(((void)I, p)...); };
+
+template <std::size_t R>
+extents_t<R> as_extents(const auto& e) {
+  extents_t<R> out{};
+  std::copy_n(e.begin(), R, out.begin());
+  return out;
+}
+}  // namespace detail
+
+// Computes a child into memory if it is not already there (contiguous if asked) and returns a leaf.
+template <class C, class Ctx>
+leaf_eval<typename C::value_type> materialize(C& child, Ctx& ctx, bool contiguous) {
+  using T = typename C::value_type;
+  constexpr std::size_t R = C::rank;
+  child.prepare(ctx);
+  if constexpr (requires { child.as_leaf(); }) {
+    auto leaf = child.as_leaf();
+    if (!contiguous || leaf.is_contiguous()) return leaf;
+  }
+  T* buffer = ctx.template allocate<T>(element_count<R>(child.extents));
+  run_map<T>(child, frame::of<R>(child.extents), buffer);
+  return leaf_eval<T>::template of<R>(buffer, child.extents, row_major_strides<R>(child.extents));
+}
+
+// A value already in memory: a feed, a variable, a constant.
+template <class T, std::size_t R>
+struct memory_eval : leaf_eval<T> {
+  static constexpr std::size_t rank = R;
+  extents_t<R> extents{};
+  memory_eval(const T* data, const extents_t<R>& e, const extents_t<R>& s)
+      : leaf_eval<T>(leaf_eval<T>::template of<R>(data, e, s)), extents(e) {}
+  template <class Ctx>
+  void prepare(Ctx&) {}
+  const leaf_eval<T>& as_leaf() const { return *this; }
+};
+
+template <class T>
+struct literal_eval : scalar_eval<T> {
+  static constexpr std::size_t rank = 0;
+  extents_t<0> extents{};
+  template <class Ctx>
+  void prepare(Ctx&) {}
+};
+
+template <class Op, class T, std::size_t R, class... C>
+struct elementwise_eval {
+  using value_type = T;
+  static constexpr std::size_t rank = R;
+  static constexpr bool vectorizable =
+      detail::has_packet<Op, T, sizeof...(C)> && (C::vectorizable && ...) &&
+      (std::is_same_v<typename C::value_type, T> && ...);
+  std::tuple<C...> children;
+  [[no_unique_address]] Op op;
+  extents_t<R> extents{};
+
+  template <class Ctx>
+  void prepare(Ctx& ctx) {
+    std::apply([&](auto&... c) { (c.prepare(ctx), ...); }, children);
+  }
+  void bind_frame(const frame& f) {
+    std::apply([&](auto&... c) { (c.bind_frame(f), ...); }, children);
+  }
+  template <class F>
+  void visit_strides(F&& f) {
+    std::apply([&](auto&... c) { (c.visit_strides(f), ...); }, children);
+  }
+  SYMFLOW_INLINE void set_row(const frame& f, const row_cursor& cursor) {
+    std::apply([&](auto&... c) { (c.set_row(f, cursor), ...); }, children);
+  }
+  SYMFLOW_INLINE T scalar(std::size_t j) const {
+    return std::apply([&](const auto&... c) { return T(op.apply(c.scalar(j)...)); }, children);
+  }
+  template <class P>
+  SYMFLOW_INLINE P packet(std::size_t j) const {
+    return std::apply([&](const auto&... c) { return op.packet(c.template packet<P>(j)...); }, children);
+  }
+};
+
+// Shared by evaluators whose value is materialised: after prepare() they read as a leaf.
+template <class T, std::size_t R>
+struct materialised_base {
+  using value_type = T;
+  static constexpr std::size_t rank = R;
+  static constexpr bool vectorizable = leaf_eval<T>::vectorizable;
+  extents_t<R> extents{};
+  leaf_eval<T> result;
+  const leaf_eval<T>& as_leaf() const { return result; }
+  void bind_frame(const frame& f) { result.bind_frame(f); }
+  template <class F>
+  void visit_strides(F&& f) {
+    result.visit_strides(f);
+  }
+  SYMFLOW_INLINE void set_row(const frame& f, const row_cursor& c) { result.set_row(f, c); }
+  SYMFLOW_INLINE T scalar(std::size_t j) const { return result.scalar(j); }
+  template <class P>
+  SYMFLOW_INLINE P packet(std::size_t j) const {
+    return result.template packet<P>(j);
+  }
+};
+
+template <class Node, class C>
+struct reduction_eval : materialised_base<typename Node::value_type, Node::rank> {
+  using T = typename Node::value_type;
+  using Op = typename Node::op_type;
+  C operand;
+  std::size_t reduced_count = 1;
+
+  explicit reduction_eval(C c) : operand(std::move(c)) {
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < C::rank; ++i) {
+      if (Node::mask[i]) {
+        reduced_count *= operand.extents[i];
+        if (Node::keep_dims) this->extents[j++] = 1;
+      } else {
+        this->extents[j++] = operand.extents[i];
+      }
+    }
+  }
+  template <class Ctx>
+  void compute_into(T* out, Ctx& ctx) {
+    operand.prepare(ctx);
+    const frame f = frame::of<C::rank>(operand.extents);
+    // Output offset per operand axis: 0 where reduced, else the output stride of that axis.
+    const auto out_strides = row_major_strides<Node::rank>(this->extents);
+    frame_strides in_frame{};
+    for (std::size_t i = 0, j = 0; i < C::rank; ++i) {
+      if (Node::mask[i]) {
+        in_frame[i] = 0;
+        if (Node::keep_dims) ++j;
+      } else {
+        in_frame[i] = out_strides[j++];
+      }
+    }
+    run_reduce<Op, T>(operand, f, in_frame, out, element_count<Node::rank>(this->extents), reduced_count);
+  }
+  template <class Ctx>
+  void prepare(Ctx& ctx) {
+    if (this->result.data) return;
+    T* out = ctx.template allocate<T>(element_count<Node::rank>(this->extents));
+    compute_into(out, ctx);
+    this->result = leaf_eval<T>::template of<Node::rank>(out, this->extents,
+                                                         row_major_strides<Node::rank>(this->extents));
+  }
+};
+
+template <class Node, class C>
+struct view_eval : materialised_base<typename Node::value_type, Node::rank> {
+  using T = typename Node::value_type;
+  C operand;
+  typename Node::op_type op;
+  view_eval(C c, const Node& node) : operand(std::move(c)), op(node.op) {
+    this->extents = op.infer_extents(describe(node), operand.extents);
+  }
+  template <class Ctx>
+  void prepare(Ctx& ctx) {
+    if (this->result.data) return;
+    constexpr std::size_t RI = C::rank, RO = Node::rank;
+    const leaf_eval<T> in = materialize(operand, ctx, Node::op_type::contiguous_operand);
+    layout<RI> l{detail::as_extents<RI>(in.extents), detail::as_extents<RI>(in.strides), 0};
+    const layout<RO> out = op.apply(l);
+    this->result = leaf_eval<T>::template of<RO>(in.data + out.offset, out.extents, out.strides);
+  }
+};
+
+template <class Node, class... C>
+struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
+  using T = typename Node::value_type;
+  std::tuple<C...> operands;
+  typename Node::op_type op;
+  kernel_eval(const Node& node, C... c) : operands(std::move(c)...), op(node.op) {
+    this->extents = std::apply([&](const auto&... o) { return op.infer_extents(describe(node), o.extents...); },
+                               operands);
+  }
+  template <class Ctx>
+  void compute_into(T* out, Ctx& ctx) {
+    std::apply(
+        [&](auto&... o) {
+          const auto views = std::tuple{
+              materialize(o, ctx, Node::op_type::contiguous_operands).template view<std::remove_cvref_t<decltype(o)>::rank>()...};
+          std::apply(
+              [&](const auto&... v) {
+                op.template run_cpu<T>(tensor_view<T, dyn_shape<Node::rank>>(out, this->extents), v...);
+              },
+              views);
+        },
+        operands);
+  }
+  template <class Ctx>
+  void prepare(Ctx& ctx) {
+    if (this->result.data) return;
+    T* out = ctx.template allocate<T>(element_count<Node::rank>(this->extents));
+    compute_into(out, ctx);
+    this->result = leaf_eval<T>::template of<Node::rank>(out, this->extents,
+                                                         row_major_strides<Node::rank>(this->extents));
+  }
+};
+
+namespace detail {
+template <class Leaf, class Ctx>
+auto named_leaf_evaluator(const Leaf& leaf, Ctx& ctx) {
+  using T = typename Leaf::value_type;
+  using S = typename Leaf::shape_type;
+  constexpr std::size_t R = S::rank;
+  constexpr std::size_t index = Ctx::template feed_index<Leaf::name>();
+  constexpr bool is_variable = Leaf::kind == node_kind::variable;
+  auto check = [&](const extents_t<R>& e) {
+    if (!extents_match<S>(e))
+      throw shape_error(describe(leaf) + ": expects " + type_string<Leaf>() + " but was given " +
+                        std::string(dtype_name(dtype_v<T>)) + format_extents(e));
+  };
+  if constexpr (index != Ctx::npos) {
+    using binding = std::remove_cvref_t<std::tuple_element_t<index, decltype(ctx.sources)>>;
+    static_assert(fed_dtype_matches_leaf<Leaf, typename binding::value_type>::value,
+                  "symflow: the value fed to this placeholder or variable has the wrong dtype (leaf below)");
+    static_assert(fed_rank_matches_leaf<Leaf, binding::rank>::value,
+                  "symflow: the value fed to this placeholder or variable has the wrong rank (leaf below)");
+    if constexpr (std::is_same_v<typename binding::value_type, T> && binding::rank == R) {
+      const auto& v = std::get<index>(ctx.sources).value;
+      check(v.extents());
+      return memory_eval<T, R>(v.data(), v.extents(), v.strides());
+    }
+  } else if constexpr (is_variable && Ctx::params_index() != Ctx::npos) {
+    const params& store = std::get<Ctx::params_index()>(ctx.sources);
+    const std::string name(Leaf::name.view());
+    if (!store.contains(name))
+      throw value_error(describe(leaf) + ": variable '" + name + "' has no value in the params store");
+    const auto v = store.template view<T, dyn_shape<R>>(name);
+    check(v.extents());
+    return memory_eval<T, R>(v.data(), v.extents(), v.strides());
+  } else if constexpr (is_variable) {
+    static_assert(every_variable_has_a_value<Leaf, false>::value,
+                  "symflow: a variable has no value: feed it (W = tensor) or pass a params store to eval "
+                  "(variable below)");
+  } else {
+    static_assert(every_placeholder_is_fed<Leaf, false>::value,
+                  "symflow: a placeholder is not fed: pass `name = tensor` to eval (placeholder below)");
+  }
+}
+}  // namespace detail
+
+template <expression E, class Ctx>
+auto make_evaluator(const E& node, Ctx& ctx) {
+  using T = typename E::value_type;
+  constexpr std::size_t R = E::rank;
+  if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
+    return detail::named_leaf_evaluator(node, ctx);
+  } else if constexpr (E::kind == node_kind::constant) {
+    return memory_eval<T, R>(node.value->data(), node.value->extents(), node.value->strides());
+  } else if constexpr (E::kind == node_kind::literal) {
+    return literal_eval<T>{{node.value}};
+  } else if constexpr (E::kind == node_kind::elementwise) {
+    auto ev = std::apply(
+        [&](const auto&... a) {
+          using eval_t = elementwise_eval<typename E::op_type, T, R, decltype(make_evaluator(a, ctx))...>;
+          return eval_t{{make_evaluator(a, ctx)...}, node.op, {}};
+        },
+        node.args);
+    ev.extents.fill(1);
+    std::apply(
+        [&](const auto&... c) {
+          bool ok = (broadcast_into<R>(ev.extents, c.extents) && ...);
+          if (!ok) {
+            std::string shapes;
+            ((shapes += (shapes.empty() ? "" : " and ") + format_extents(c.extents)), ...);
+            throw shape_error(describe(node) + ": cannot broadcast operand shapes " + shapes);
+          }
+        },
+        ev.children);
+    return ev;
+  } else if constexpr (E::kind == node_kind::reduction) {
+    auto operand = make_evaluator(std::get<0>(node.args), ctx);
+    return reduction_eval<E, decltype(operand)>(std::move(operand));
+  } else if constexpr (E::kind == node_kind::view) {
+    auto operand = make_evaluator(std::get<0>(node.args), ctx);
+    return view_eval<E, decltype(operand)>(std::move(operand), node);
+  } else {
+    static_assert(E::kind == node_kind::kernel);
+    return std::apply([&](const auto&... a) { return kernel_eval<E, decltype(make_evaluator(a, ctx))...>(node, make_evaluator(a, ctx)...); },
+                      node.args);
+  }
+}
+
+}  // namespace symflow::cpu

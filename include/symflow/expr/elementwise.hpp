@@ -1,0 +1,86 @@
+#pragma once
+#include <source_location>
+#include <tuple>
+#include <type_traits>
+
+#include "broadcast.hpp"
+#include "leaves.hpp"
+#include "node.hpp"
+
+namespace symflow {
+
+// An n-ary map over broadcast operands. The op type Op supplies everything specific: its name, the
+// dtype rule, the scalar function, an optional SIMD packet function and its derivative rule.
+template <class Op, expression... Args>
+struct elementwise : expression_tag {
+  static constexpr node_kind kind = node_kind::elementwise;
+  static constexpr std::string_view op_name = Op::name;
+  using op_type = Op;
+  using value_type = typename Op::template result_type<typename Args::value_type...>;
+  using shape_type = typename broadcast_all<typename Args::shape_type...>::type;
+  static constexpr std::size_t rank = shape_type::rank;
+  std::tuple<Args...> args;
+  [[no_unique_address]] Op op;
+  node_info info;
+};
+
+// What a derivative rule returns for an operand that carries no gradient (a mask, a label).
+struct no_gradient {};
+
+// Dtype rules ops pick from.
+struct same_dtype_result {
+  template <class T, class... Rest>
+  using result_type = T;
+  template <class T, class... Rest>
+  static constexpr bool accepts = (std::is_same_v<T, Rest> && ...);
+};
+struct floating_result : same_dtype_result {
+  template <class T, class... Rest>
+  static constexpr bool accepts = std::is_floating_point_v<T> && (std::is_same_v<T, Rest> && ...);
+};
+struct mask_result {
+  template <class... T>
+  using result_type = bool;
+  template <class T, class... Rest>
+  static constexpr bool accepts = (std::is_same_v<T, Rest> && ...);
+};
+
+template <class Op, class... Ts>
+struct operand_dtypes_accepted_by_op : std::bool_constant<Op::template accepts<Ts...>> {};
+
+// Builds an elementwise node after checking dtypes and static shapes; the first diagnostic names the
+// op and the operand shapes (as template arguments of the failed condition).
+template <class Op, expression... Args>
+auto make_elementwise(Op op, std::source_location where, const Args&... args) {
+  static_assert(operand_dtypes_accepted_by_op<Op, typename Args::value_type...>::value,
+                "symflow: this op does not accept operands of these dtypes (they must match, and some "
+                "ops need floating point); convert with cast<T>(x)");
+  static_assert(operand_shapes_broadcast_for_op<Op, typename Args::shape_type...>::value,
+                "symflow: operand shapes cannot be broadcast together (op and shapes below)");
+  if constexpr (operand_dtypes_accepted_by_op<Op, typename Args::value_type...>::value &&
+                operand_shapes_broadcast_for_op<Op, typename Args::shape_type...>::value)
+    return elementwise<Op, Args...>{{}, std::tuple<Args...>(args...), op, capture_node_info(where)};
+}
+
+// Unary ops: f(x) with a source location.
+template <class Op, class X>
+auto make_unary(const X& x, std::source_location where, Op op = {}) {
+  static_assert(expression<X>, "symflow: this op takes an expression");
+  return make_elementwise(op, where, x);
+}
+
+// Binary ops: either side may be an arithmetic scalar, which takes the other side's dtype.
+template <class Op, class A, class B>
+auto make_binary(const A& a, const B& b, std::source_location where = {}, Op op = {}) {
+  static_assert(expression<A> || expression<B>, "symflow: at least one operand must be an expression");
+  if constexpr (expression<A>) {
+    return make_elementwise(op, where, a, as_expression<value_type_of<A>>(b));
+  } else {
+    return make_elementwise(op, where, as_expression<value_type_of<B>>(a), b);
+  }
+}
+
+template <class A, class B>
+concept binary_operands = operand<A> && operand<B> && (expression<A> || expression<B>);
+
+}  // namespace symflow

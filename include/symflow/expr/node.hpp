@@ -1,0 +1,48 @@
+#pragma once
+#include <concepts>
+#include <cstddef>
+#include <type_traits>
+
+#include "../core/dtype.hpp"
+#include "../core/config.hpp"
+#include "../core/shape.hpp"
+#include "node_info.hpp"
+
+namespace symflow {
+
+// How an evaluator treats a node. Backends dispatch on this, never on an op's name.
+enum class node_kind {
+  placeholder,  // fed at evaluation
+  variable,     // read from a parameter store (or fed)
+  constant,     // holds a tensor
+  literal,      // a scalar value, known at run time or at compile time
+  elementwise,  // n-ary map with broadcasting: fuses
+  reduction,    // sum/mean/max/min over axes: fuses with its operand's elementwise work
+  view,         // a new layout (extents, strides, offset) over its operand's memory: no arithmetic
+  kernel,       // materialises its result with its own kernel (matmul, concat, one_hot)
+};
+
+// Base of every expression node; an empty tag so nodes stay aggregates of their data.
+struct expression_tag {};
+
+template <class E>
+concept expression = std::derived_from<std::remove_cvref_t<E>, expression_tag>;
+
+template <expression E>
+using value_type_of = typename std::remove_cvref_t<E>::value_type;
+template <expression E>
+using shape_of = typename std::remove_cvref_t<E>::shape_type;
+template <expression E>
+inline constexpr std::size_t rank_of = shape_of<E>::rank;
+
+// Anything an op accepts as an operand: an expression or a plain arithmetic scalar.
+template <class X>
+concept operand = expression<X> || std::is_arithmetic_v<std::remove_cvref_t<X>>;
+
+// Human-readable type of an expression, e.g. "f32[?,784]".
+template <expression E>
+std::string type_string() {
+  return std::string(dtype_name(dtype_v<value_type_of<E>>)) + shape_string<shape_of<E>>();
+}
+
+}  // namespace symflow

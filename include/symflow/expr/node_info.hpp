@@ -1,0 +1,61 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <source_location>
+#include <string>
+#include <string_view>
+
+namespace symflow {
+
+// What every node remembers about where it was built: the name scopes around it and the source
+// location of the user code that wrote it. Fixed size and allocation-free, so building an expression
+// stays free of heap work; scope names must be string literals (they are stored as pointers).
+struct node_info {
+  static constexpr std::size_t max_scope_depth = 8;
+  std::array<const char*, max_scope_depth> scopes{};
+  std::uint8_t depth = 0;
+  std::source_location where{};
+
+  bool has_location() const { return where.line() != 0; }
+
+  // "dense1/relu" for an op named relu built inside scope("dense1", ...).
+  std::string scoped_name(std::string_view own_name) const {
+    std::string out;
+    for (std::size_t i = 0; i < depth; ++i) {
+      out += scopes[i];
+      out += '/';
+    }
+    out += own_name;
+    return out;
+  }
+  std::string location_string() const {
+    if (!has_location()) return "<unknown location>";
+    return std::string(where.file_name()) + ":" + std::to_string(where.line());
+  }
+};
+
+namespace detail {
+struct scope_stack {
+  std::array<const char*, node_info::max_scope_depth> names{};
+  std::array<std::source_location, node_info::max_scope_depth> where{};
+  std::uint8_t depth = 0;
+};
+inline scope_stack& current_scopes() {
+  thread_local scope_stack stack;
+  return stack;
+}
+}  // namespace detail
+
+// Records the scopes active on this thread. Operators (+, *, ...) cannot take a source_location
+// argument in C++, so nodes built by them carry the location of the innermost scope() instead.
+inline node_info capture_node_info(std::source_location where) {
+  const auto& stack = detail::current_scopes();
+  node_info info;
+  info.scopes = stack.names;
+  info.depth = stack.depth;
+  info.where = where;
+  if (where.line() == 0 && stack.depth > 0) info.where = stack.where[stack.depth - 1];
+  return info;
+}
+
+}  // namespace symflow

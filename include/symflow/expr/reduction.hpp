@@ -1,0 +1,106 @@
+#pragma once
+#include <array>
+#include <source_location>
+
+#include "node.hpp"
+
+namespace symflow {
+
+// Axis lists for reductions: sum(x) reduces all axes, sum(x, axes<1>) one, sum(x, axes<-1>, keepdims).
+template <int... A>
+struct axes_t {};
+template <int... A>
+inline constexpr axes_t<A...> axes{};
+struct keepdims_t {};
+inline constexpr keepdims_t keepdims{};
+
+template <std::size_t Rank, int... A>
+consteval bool axes_in_range() {
+  return ((A >= -int(Rank) && A < int(Rank)) && ...);
+}
+
+// Reduced axes as bits (bit i = axis i). A plain integer rather than a std::array template argument:
+// g++ 12 conflates std::array<bool, N> template arguments that differ only in their values.
+template <std::size_t Rank, int... A>
+consteval unsigned reduced_axes_bits() {
+  if constexpr (sizeof...(A) == 0) return (1u << Rank) - 1;
+  else return ((1u << unsigned(A < 0 ? A + int(Rank) : A)) | ...);
+}
+template <std::size_t Rank>
+consteval std::array<bool, Rank> mask_of_bits(unsigned bits) {
+  std::array<bool, Rank> mask{};
+  for (std::size_t i = 0; i < Rank; ++i) mask[i] = (bits >> i) & 1u;
+  return mask;
+}
+
+template <shape_spec S, unsigned Bits, bool KeepDims>
+consteval auto reduced_extents() {
+  constexpr auto Mask = mask_of_bits<S::rank>(Bits);
+  constexpr std::size_t kept = [](const auto& mask) {
+    std::size_t n = 0;
+    for (bool r : mask) n += (!r || KeepDims) ? 1 : 0;
+    return n;
+  }(Mask);
+  std::array<std::size_t, kept> out{};
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < S::rank; ++i) {
+    if (!Mask[i]) out[j++] = S::extents[i];
+    else if (KeepDims) out[j++] = 1;
+  }
+  return out;
+}
+
+// Reduces its operand over the axes marked in Mask. Op supplies identity, combine, SIMD combine and
+// horizontal reduction, an optional finish step (mean divides by the count) and its derivative rule.
+template <class Op, expression A, unsigned AxesBits, bool KeepDims>
+struct reduction : expression_tag {
+  static constexpr node_kind kind = node_kind::reduction;
+  static constexpr std::string_view op_name = Op::name;
+  using op_type = Op;
+  using operand_type = A;
+  using value_type = value_type_of<A>;
+  using shape_type = shape_from_array_t<reduced_extents<shape_of<A>, AxesBits, KeepDims>()>;
+  static constexpr std::size_t rank = shape_type::rank;
+  static constexpr auto mask = mask_of_bits<shape_of<A>::rank>(AxesBits);
+  static constexpr bool keep_dims = KeepDims;
+  std::tuple<A> args;
+  node_info info;
+};
+
+template <class Op, shape_spec S, int... Axes>
+struct reduction_axes_in_range_for_op : std::bool_constant<axes_in_range<S::rank, Axes...>()> {};
+
+template <class Op, expression A, int... Axes, class... Keep>
+auto make_reduction(const A& a, axes_t<Axes...>, std::source_location where, Keep...) {
+  constexpr bool keep = (std::is_same_v<Keep, keepdims_t> || ...);
+  static_assert(reduction_axes_in_range_for_op<Op, shape_of<A>, Axes...>::value,
+                "symflow: a reduction axis is out of range for the operand's rank (op, shape and axes below)");
+  if constexpr (reduction_axes_in_range_for_op<Op, shape_of<A>, Axes...>::value)
+    return reduction<Op, A, reduced_axes_bits<rank_of<A>, Axes...>(), keep>{{}, std::tuple<A>(a),
+                                                                         capture_node_info(where)};
+}
+
+// The callable behind sum, mean, max and min: sum(x), sum(x, axes<0, 2>), sum(x, axes<-1>, keepdims).
+template <class Op>
+struct reduction_function {
+  template <expression A>
+  auto operator()(const A& a, std::source_location where = std::source_location::current()) const {
+    return make_reduction<Op>(a, axes_t<>{}, where);
+  }
+  template <expression A>
+  auto operator()(const A& a, keepdims_t k, std::source_location where = std::source_location::current()) const {
+    return make_reduction<Op>(a, axes_t<>{}, where, k);
+  }
+  template <expression A, int... Axes>
+  auto operator()(const A& a, axes_t<Axes...> ax,
+                  std::source_location where = std::source_location::current()) const {
+    return make_reduction<Op>(a, ax, where);
+  }
+  template <expression A, int... Axes>
+  auto operator()(const A& a, axes_t<Axes...> ax, keepdims_t k,
+                  std::source_location where = std::source_location::current()) const {
+    return make_reduction<Op>(a, ax, where, k);
+  }
+};
+
+}  // namespace symflow

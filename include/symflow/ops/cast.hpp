@@ -1,0 +1,33 @@
+#pragma once
+#include "../expr/elementwise.hpp"
+
+namespace symflow {
+namespace ops {
+template <class To>
+struct cast_op {
+  static constexpr std::string_view name = "cast";
+  template <class From>
+  using result_type = To;
+  template <class From>
+  static constexpr bool accepts = is_supported_dtype_v<From> && is_supported_dtype_v<To>;
+  template <class From>
+  SYMFLOW_HD static To apply(From x) {
+    return static_cast<To>(x);
+  }
+  // Gradients flow through float-to-float casts, converted back to the operand's dtype.
+  template <class G, class Y, class X>
+  static auto gradient(const G& g, const Y&, const X&) {
+    using From = value_type_of<X>;
+    if constexpr (std::is_floating_point_v<From> && std::is_floating_point_v<To>)
+      return std::tuple{cast<From>(g)};
+    else
+      return std::tuple{no_gradient{}};
+  }
+};
+}  // namespace ops
+
+template <class To, expression X>
+auto cast(const X& x, std::source_location where = std::source_location::current()) {
+  return make_unary<ops::cast_op<To>>(x, where);
+}
+}  // namespace symflow

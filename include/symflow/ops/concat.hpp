@@ -1,0 +1,79 @@
+#pragma once
+#include <cstring>
+
+#include "../expr/structural.hpp"
+
+namespace symflow {
+namespace ops {
+
+// Joins operands along one axis; every other extent must agree.
+template <std::size_t Axis>
+struct concat_op {
+  static constexpr std::string_view name = "concat";
+  static constexpr bool contiguous_operands = true;
+  template <class T, class... Rest>
+  using result_type = T;
+
+  template <class S0, class... S>
+  static constexpr bool shapes_ok = [] {
+    if constexpr (((S::rank != S0::rank) || ...) || Axis >= S0::rank) {
+      return false;
+    } else {
+      for (std::size_t i = 0; i < S0::rank; ++i) {
+        if (i == Axis) continue;
+        for (std::size_t e : {S::extents[i]...})
+          if (e != S0::extents[i] && e != dyn && S0::extents[i] != dyn) return false;
+      }
+      return true;
+    }
+  }();
+  template <class S0, class... S>
+  static consteval auto result_extents() {
+    auto out = S0::extents;
+    for (std::size_t e : {S::extents[Axis]...}) out[Axis] = (out[Axis] == dyn || e == dyn) ? dyn : out[Axis] + e;
+    return out;
+  }
+  template <class S0, class... S>
+  using result_shape = shape_from_array_t<result_extents<S0, S...>()>;
+
+  template <std::size_t R, class... E>
+  static extents_t<R> infer_extents(const std::string& who, const extents_t<R>& first, const E&... rest) {
+    extents_t<R> out = first;
+    auto join = [&](const extents_t<R>& e) {
+      for (std::size_t i = 0; i < R; ++i)
+        if (i != Axis && e[i] != first[i])
+          throw shape_error(who + ": cannot concatenate " + format_extents(first) + " and " +
+                            format_extents(e) + " along axis " + std::to_string(Axis));
+      out[Axis] += e[Axis];
+    };
+    (join(rest), ...);
+    return out;
+  }
+
+  // Each operand contributes a contiguous block of `inner` elements per outer index.
+  template <class T, class Out, class... In>
+  static void run_cpu(const Out& out, const In&... in) {
+    constexpr std::size_t R = Out::rank;
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < Axis; ++i) outer *= out.extent(i);
+    for (std::size_t i = Axis + 1; i < R; ++i) inner *= out.extent(i);
+    const std::size_t out_row = out.extent(Axis) * inner;
+    std::size_t column = 0;
+    auto copy = [&](const auto& v) {
+      const std::size_t block = v.extent(Axis) * inner;
+      for (std::size_t o = 0; o < outer; ++o)
+        std::memcpy(out.data() + o * out_row + column, v.data() + o * block, block * sizeof(T));
+      column += block;
+    };
+    (copy(in), ...);
+  }
+};
+}  // namespace ops
+
+template <std::size_t Axis, expression A, expression... B>
+auto concat(const A& a, const B&... b) {
+  static_assert((std::is_same_v<value_type_of<A>, value_type_of<B>> && ...),
+                "symflow: concat needs operands of one dtype");
+  return make_kernel(ops::concat_op<Axis>{}, std::source_location{}, a, b...);
+}
+}  // namespace symflow

@@ -1,0 +1,31 @@
+#pragma once
+#include <cmath>
+
+#include "../expr/elementwise.hpp"
+#include "packet_math.hpp"
+
+namespace symflow {
+namespace ops {
+struct greater_equal_op : mask_result {
+  static constexpr bool is_comparison = true;
+  static constexpr std::string_view name = "greater_equal";
+  template <class T>
+  SYMFLOW_HD static auto apply(T a, T b) {
+    return a >= b;
+  }
+
+  // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
+  template <class G, class Y, class A, class B>
+  static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const A& a,
+                       [[maybe_unused]] const B& b) {
+    return std::tuple{no_gradient{}, no_gradient{}};
+  }
+};
+}  // namespace ops
+
+template <class A, class B>
+  requires binary_operands<A, B>
+auto operator>=(const A& a, const B& b) {
+  return make_binary<ops::greater_equal_op>(a, b);
+}
+}  // namespace symflow

@@ -1,0 +1,94 @@
+#pragma once
+#include <Eigen/Core>
+
+#include "../core/tensor.hpp"
+#include "../expr/leaves.hpp"
+#include "../expr/structural.hpp"
+
+namespace symflow {
+namespace ops {
+
+// Matrix product: [M,K]x[K,N] -> [M,N]; batched [B,M,K]x[B,K,N] -> [B,M,N]; [B,M,K]x[K,N] -> [B,M,N].
+// The product is Eigen's GEMM; the result is materialised, and any elementwise work after it
+// (a bias, an activation) fuses into one pass over it.
+struct matmul_op {
+  static constexpr std::string_view name = "matmul";
+  static constexpr bool contiguous_operands = true;
+  template <class A, class B>
+  using result_type = A;
+
+  template <class SA, class SB>
+  static consteval bool inner_ok() {
+    constexpr std::size_t k_a = SA::extents[SA::rank - 1];
+    constexpr std::size_t k_b = SB::extents[SB::rank - 2];
+    return k_a == k_b || k_a == dyn || k_b == dyn;
+  }
+  template <class SA, class SB>
+  static consteval bool batch_ok() {
+    if constexpr (SA::rank == 3 && SB::rank == 3)
+      return SA::extents[0] == SB::extents[0] || SA::extents[0] == dyn || SB::extents[0] == dyn;
+    else
+      return true;
+  }
+  template <class SA, class SB>
+  static constexpr bool shapes_ok = [] {
+    if constexpr (!((SA::rank == 2 && SB::rank == 2) || (SA::rank == 3 && (SB::rank == 2 || SB::rank == 3))))
+      return false;
+    else
+      return inner_ok<SA, SB>() && batch_ok<SA, SB>();
+  }();
+
+  template <class SA, class SB>
+  static consteval auto result_extents() {
+    if constexpr (SA::rank == 2) {
+      return std::array<std::size_t, 2>{SA::extents[0], SB::extents[1]};
+    } else {
+      std::size_t batch = SA::extents[0];
+      if constexpr (SB::rank == 3)
+        if (batch == dyn) batch = SB::extents[0];
+      return std::array<std::size_t, 3>{batch, SA::extents[1], SB::extents[SB::rank - 1]};
+    }
+  }
+  template <class SA, class SB>
+  using result_shape = shape_from_array_t<result_extents<SA, SB>()>;
+
+  template <std::size_t RA, std::size_t RB>
+  static auto infer_extents(const std::string& who, const extents_t<RA>& a, const extents_t<RB>& b) {
+    auto fail = [&] {
+      throw shape_error(who + ": cannot multiply " + format_extents(a) + " by " + format_extents(b));
+    };
+    if (a[RA - 1] != b[RB - 2]) fail();
+    if constexpr (RA == 2) {
+      return extents_t<2>{a[0], b[1]};
+    } else {
+      if constexpr (RB == 3)
+        if (a[0] != b[0]) fail();
+      return extents_t<3>{a[0], a[1], b[RB - 1]};
+    }
+  }
+
+  template <class T, class Out, class A, class B>
+  static void run_cpu(const Out& out, const A& a, const B& b) {
+    using matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    constexpr std::size_t ra = A::rank, rb = B::rank;
+    const auto rows = Eigen::Index(a.extent(ra - 2)), inner = Eigen::Index(a.extent(ra - 1)),
+               cols = Eigen::Index(b.extent(rb - 1));
+    const std::size_t batches = ra == 3 ? a.extent(0) : 1;
+    for (std::size_t i = 0; i < batches; ++i) {
+      Eigen::Map<const matrix> ma(a.data() + i * rows * inner, rows, inner);
+      Eigen::Map<const matrix> mb(b.data() + (rb == 3 ? i * inner * cols : 0), inner, cols);
+      Eigen::Map<matrix> mc(out.data() + i * rows * cols, rows, cols);
+      mc.noalias() = ma * mb;
+    }
+  }
+};
+}  // namespace ops
+
+template <expression A, expression B>
+auto matmul(const A& a, const B& b, std::source_location where = std::source_location::current()) {
+  static_assert(std::is_same_v<value_type_of<A>, value_type_of<B>> &&
+                    std::is_floating_point_v<value_type_of<A>>,
+                "symflow: matmul needs two floating-point operands of the same dtype");
+  return make_kernel(ops::matmul_op{}, where, a, b);
+}
+}  // namespace symflow

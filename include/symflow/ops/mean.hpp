@@ -1,0 +1,35 @@
+#pragma once
+#include <limits>
+
+#include "../expr/reduction.hpp"
+#include "packet_math.hpp"
+
+namespace symflow {
+namespace ops {
+struct mean_op {
+  static constexpr std::string_view name = "mean";
+  template <class T>
+  static constexpr T identity() {
+    return T(0);
+  }
+  template <class T>
+  SYMFLOW_HD static T combine(T a, T b) {
+    return a + b;
+  }
+  template <class P>
+  static P packet_combine(const P& a, const P& b) {
+    return simd::pm::padd(a, b);
+  }
+  template <class P>
+  static auto packet_reduce(const P& p) {
+    return simd::pm::predux(p);
+  }
+  template <class T>
+  SYMFLOW_HD static T finish(T acc, [[maybe_unused]] std::size_t count) {
+    return count ? T(acc / T(count)) : std::numeric_limits<T>::quiet_NaN();
+  }
+};
+}  // namespace ops
+
+inline constexpr reduction_function<ops::mean_op> mean{};
+}  // namespace symflow

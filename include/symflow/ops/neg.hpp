@@ -1,0 +1,38 @@
+#pragma once
+#include <cmath>
+
+#include "../expr/elementwise.hpp"
+#include "packet_math.hpp"
+
+namespace symflow {
+namespace ops {
+struct neg_op : same_dtype_result {
+  static constexpr std::string_view name = "neg";
+  template <class T>
+  SYMFLOW_HD static T apply(T x) {
+    return -x;
+  }
+  template <class P>
+  static P packet(const P& x) {
+    return simd::pm::pnegate(x);
+  }
+  // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
+  template <class G, class Y, class X>
+  static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
+    return std::tuple{-g};
+  }
+};
+}  // namespace ops
+
+template <expression X>
+auto neg(const X& x, std::source_location where = std::source_location::current()) {
+  return make_unary<ops::neg_op>(x, where);
+}
+}  // namespace symflow
+
+namespace symflow {
+template <expression X>
+auto operator-(const X& x) {
+  return make_unary<ops::neg_op>(x, std::source_location{});
+}
+}  // namespace symflow

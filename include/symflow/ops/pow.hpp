@@ -1,0 +1,30 @@
+#pragma once
+#include <cmath>
+
+#include "../expr/elementwise.hpp"
+#include "packet_math.hpp"
+
+namespace symflow {
+namespace ops {
+struct pow_op : floating_result {
+  static constexpr std::string_view name = "pow";
+  template <class T>
+  SYMFLOW_HD static auto apply(T a, T b) {
+    return std::pow(a, b);
+  }
+
+  // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
+  template <class G, class Y, class A, class B>
+  static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const A& a,
+                       [[maybe_unused]] const B& b) {
+    return std::tuple{g * b * pow(a, b - 1), g * y * log(a)};
+  }
+};
+}  // namespace ops
+
+template <class A, class B>
+  requires binary_operands<A, B>
+auto pow(const A& a, const B& b, std::source_location where = std::source_location::current()) {
+  return make_binary<ops::pow_op>(a, b, where);
+}
+}  // namespace symflow

@@ -1,0 +1,31 @@
+#pragma once
+#include <cmath>
+
+#include "../expr/elementwise.hpp"
+#include "packet_math.hpp"
+
+namespace symflow {
+namespace ops {
+struct relu_op : same_dtype_result {
+  static constexpr std::string_view name = "relu";
+  template <class T>
+  SYMFLOW_HD static T apply(T x) {
+    return x > T(0) ? x : T(0);
+  }
+  template <class P>
+  static P packet(const P& x) {
+    return simd::pm::pmax(x, simd::pm::pzero(x));
+  }
+  // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
+  template <class G, class Y, class X>
+  static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
+    return std::tuple{where(x > 0, g, zero<value_type_of<G>>{})};
+  }
+};
+}  // namespace ops
+
+template <expression X>
+auto relu(const X& x, std::source_location where = std::source_location::current()) {
+  return make_unary<ops::relu_op>(x, where);
+}
+}  // namespace symflow

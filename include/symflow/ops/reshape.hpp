@@ -1,0 +1,81 @@
+#pragma once
+#include "../expr/structural.hpp"
+
+namespace symflow {
+namespace ops {
+
+// Gives a contiguous operand new extents with the same element count. At most one target extent
+// may be dyn: it is inferred from the count at run time.
+template <shape_spec Target>
+struct reshape_op {
+  static constexpr std::string_view name = "reshape";
+  static constexpr bool contiguous_operand = true;
+
+  static consteval std::size_t dyn_count() {
+    std::size_t n = 0;
+    for (auto e : Target::extents) n += e == dyn;
+    return n;
+  }
+  template <class S>
+  static constexpr bool shapes_ok = [] {
+    if (dyn_count() > 1) return false;
+    if constexpr (S::is_static && Target::is_static) {
+      std::size_t a = 1, b = 1;
+      for (auto e : S::extents) a *= e;
+      for (auto e : Target::extents) b *= e;
+      return a == b;
+    }
+    return true;
+  }();
+  template <class S>
+  using result_shape = Target;
+
+  template <std::size_t R>
+  static extents_t<Target::rank> infer_extents(const std::string& who, const extents_t<R>& in) {
+    const std::size_t count = element_count<R>(in);
+    extents_t<Target::rank> out = Target::extents;
+    std::size_t known = 1, hole = Target::rank;
+    for (std::size_t i = 0; i < Target::rank; ++i) {
+      if (out[i] == dyn) hole = i;
+      else known *= out[i];
+    }
+    if (hole != Target::rank) out[hole] = known ? count / known : 0;
+    if (element_count<Target::rank>(out) != count)
+      throw shape_error(who + ": cannot reshape " + format_extents(in) + " (" + std::to_string(count) +
+                        " elements) to " + shape_string<Target>());
+    return out;
+  }
+  template <std::size_t R>
+  static layout<Target::rank> apply(const layout<R>& in) {
+    layout<Target::rank> out;
+    out.extents = infer_extents<R>("reshape", in.extents);
+    out.strides = row_major_strides<Target::rank>(out.extents);
+    out.offset = in.offset;
+    return out;
+  }
+};
+
+template <class S>
+consteval auto flattened_extents() {
+  std::size_t rest = 1;
+  for (std::size_t i = 1; i < S::rank; ++i) rest = (rest == dyn || S::extents[i] == dyn) ? dyn : rest * S::extents[i];
+  return std::array<std::size_t, 2>{S::extents[0], rest};
+}
+}  // namespace ops
+
+template <shape_spec Target, expression X>
+auto reshape(const X& x, std::source_location where = std::source_location::current()) {
+  return make_view(ops::reshape_op<Target>{}, where, x);
+}
+
+// Keeps axis 0 and merges the rest: [N, 7, 7, 64] -> [N, 3136].
+template <expression X>
+auto flatten(const X& x, std::source_location where = std::source_location::current()) {
+  static_assert(rank_of<X> >= 1, "symflow: flatten needs an operand of rank 1 or more");
+  using target = shape_from_array_t<ops::flattened_extents<shape_of<X>>()>;
+  if constexpr (target::extents[0] == dyn && target::extents[1] == dyn)
+    static_assert(rank_of<X> < 0, "symflow: flatten needs the trailing extents to be static when axis 0 is dyn");
+  else
+    return make_view(ops::reshape_op<target>{}, where, x);
+}
+}  // namespace symflow

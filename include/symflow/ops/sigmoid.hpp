@@ -1,0 +1,31 @@
+#pragma once
+#include <cmath>
+
+#include "../expr/elementwise.hpp"
+#include "packet_math.hpp"
+
+namespace symflow {
+namespace ops {
+struct sigmoid_op : floating_result {
+  static constexpr std::string_view name = "sigmoid";
+  template <class T>
+  SYMFLOW_HD static T apply(T x) {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+  template <class P>
+  static P packet(const P& x) {
+    return simd::pm::pdiv(simd::pm::pset1<P>(1), simd::pm::padd(simd::pm::pset1<P>(1), simd::pm::pexp(simd::pm::pnegate(x))));
+  }
+  // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
+  template <class G, class Y, class X>
+  static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
+    return std::tuple{g * y * (1 - y)};
+  }
+};
+}  // namespace ops
+
+template <expression X>
+auto sigmoid(const X& x, std::source_location where = std::source_location::current()) {
+  return make_unary<ops::sigmoid_op>(x, where);
+}
+}  // namespace symflow

@@ -1,0 +1,28 @@
+#pragma once
+#include <cmath>
+
+#include "../expr/elementwise.hpp"
+#include "packet_math.hpp"
+
+namespace symflow {
+namespace ops {
+struct sign_op : same_dtype_result {
+  static constexpr std::string_view name = "sign";
+  template <class T>
+  SYMFLOW_HD static T apply(T x) {
+    return T((x > T(0)) - (x < T(0)));
+  }
+
+  // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
+  template <class G, class Y, class X>
+  static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
+    return std::tuple{zero<value_type_of<G>>{}};
+  }
+};
+}  // namespace ops
+
+template <expression X>
+auto sign(const X& x, std::source_location where = std::source_location::current()) {
+  return make_unary<ops::sign_op>(x, where);
+}
+}  // namespace symflow

@@ -1,0 +1,36 @@
+#pragma once
+#include "../expr/elementwise.hpp"
+
+namespace symflow {
+namespace ops {
+struct where_op {
+  static constexpr std::string_view name = "where";
+  template <class M, class T, class U>
+  using result_type = T;
+  template <class M, class T, class U>
+  static constexpr bool accepts = std::is_same_v<M, bool> && std::is_same_v<T, U>;
+  template <class T>
+  SYMFLOW_HD static T apply(bool mask, T a, T b) {
+    return mask ? a : b;
+  }
+  // The gradient flows only through the branch that was chosen.
+  template <class G, class Y, class M, class A, class B>
+  static auto gradient(const G& g, const Y&, const M& mask, const A&, const B&) {
+    using T = value_type_of<G>;
+    return std::tuple{no_gradient{}, where(mask, g, zero<T>{}), where(mask, zero<T>{}, g)};
+  }
+};
+}  // namespace ops
+
+// where(mask, a, b): a where mask is true, else b. Either branch may be a plain scalar.
+template <expression M, class A, class B>
+  requires(operand<A> && operand<B>)
+auto where(const M& mask, const A& a, const B& b, std::source_location at = std::source_location::current()) {
+  if constexpr (expression<A>)
+    return make_elementwise(ops::where_op{}, at, mask, a, as_expression<value_type_of<A>>(b));
+  else if constexpr (expression<B>)
+    return make_elementwise(ops::where_op{}, at, mask, as_expression<value_type_of<B>>(a), b);
+  else
+    static_assert(expression<A> || expression<B>, "symflow: where needs at least one expression branch");
+}
+}  // namespace symflow

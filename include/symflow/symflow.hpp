@@ -1,0 +1,17 @@
+#pragma once
+// The one header users include.
+#include "core/dtype.hpp"
+#include "core/eigen_interop.hpp"
+#include "core/error.hpp"
+#include "core/params.hpp"
+#include "core/print.hpp"
+#include "core/shape.hpp"
+#include "core/tensor.hpp"
+#include "expr/elementwise.hpp"
+#include "expr/leaves.hpp"
+#include "expr/reduction.hpp"
+#include "expr/scope.hpp"
+#include "expr/structural.hpp"
+#include "expr/to_string.hpp"
+#include "ops/all.hpp"
+#include "eval/cpu/eval.hpp"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages symflow's build, tests, benchmarks and examples need, if missing.
+set -euo pipefail
+packages=(g++ cmake ninja-build pkg-config libeigen3-dev libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
+          nlohmann-json3-dev zlib1g-dev python3 python3-numpy)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "symflow: missing Debian packages: ${missing[*]}" >&2
+  echo "symflow: run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "symflow: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -15,3 +15,4 @@
 #include "expr/to_string.hpp"
 #include "ops/all.hpp"
 #include "eval/cpu/eval.hpp"
+#include "symbolic/grad.hpp"

@@ -24,8 +24,24 @@ struct elementwise : expression_tag {
   node_info info;
 };
 
-// What a derivative rule returns for an operand that carries no gradient (a mask, a label).
-struct no_gradient {};
+template <class E>
+inline constexpr bool is_elementwise_v = false;
+template <class Op, class... A>
+inline constexpr bool is_elementwise_v<elementwise<Op, A...>> = true;
+
+// elementwise<Op, X> for the given op (rules such as -(-x) -> x look for it).
+template <class E, class Op>
+inline constexpr bool is_unary_node_v = false;
+template <class Op, class X>
+inline constexpr bool is_unary_node_v<elementwise<Op, X>, Op> = true;
+
+namespace ops {
+struct mul_op;
+}
+template <class E>
+inline constexpr bool is_mul_v = false;
+template <class A, class B>
+inline constexpr bool is_mul_v<elementwise<ops::mul_op, A, B>> = true;
 
 // Dtype rules ops pick from.
 struct same_dtype_result {

@@ -35,6 +35,10 @@ using shape_of = typename std::remove_cvref_t<E>::shape_type;
 template <expression E>
 inline constexpr std::size_t rank_of = shape_of<E>::rank;
 
+// What a derivative rule returns for an operand that carries no gradient (a mask, a label), and
+// what differentiation yields for a subexpression that does not depend on the variable.
+struct no_gradient {};
+
 // Anything an op accepts as an operand: an expression or a plain arithmetic scalar.
 template <class X>
 concept operand = expression<X> || std::is_arithmetic_v<std::remove_cvref_t<X>>;

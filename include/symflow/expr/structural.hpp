@@ -16,11 +16,13 @@ struct layout {
   std::size_t offset = 0;
 };
 
-// "reshape 'dense1/reshape' (model.cpp:12)": how errors name a node.
+// "reshape 'dense1/reshape' (model.cpp:12)": how errors name a node. Placeholders and variables go
+// by their own names: "placeholder 'x' (model.cpp:3)".
 template <expression E>
 std::string describe(const E& e) {
-  return std::string(E::op_name) + " '" + e.info.scoped_name(E::op_name) + "' (" +
-         e.info.location_string() + ")";
+  std::string_view own = E::op_name;
+  if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) own = E::name.view();
+  return std::string(E::op_name) + " '" + e.info.scoped_name(own) + "' (" + e.info.location_string() + ")";
 }
 
 // A node that re-describes its operand's memory (transpose, reshape, slice): no arithmetic. Op

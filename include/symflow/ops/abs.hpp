@@ -3,6 +3,7 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
@@ -23,6 +24,10 @@ struct abs_op : same_dtype_result {
   }
 };
 }  // namespace ops
+
+// Results of abs are >= 0 (used by domain-restricted rewrites such as exp(log x) -> x).
+template <class... A>
+inline constexpr bool known_nonnegative_v<elementwise<ops::abs_op, A...>> = true;
 
 template <expression X>
 auto abs(const X& x, std::source_location where = std::source_location::current()) {

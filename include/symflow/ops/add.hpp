@@ -3,6 +3,7 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
@@ -15,6 +16,25 @@ struct add_op : same_dtype_result {
   template <class P>
   static P packet(const P& a, const P& b) {
     return simd::pm::padd(a, b);
+  }
+  // x + 0 -> x, 0 + x -> x, x + x -> 2x, c*a + c*b -> c*(a + b), literal folding.
+  template <class A, class B>
+  static auto simplify(const A& a, const B& b) {
+    using T = value_type_of<A>;
+    if constexpr (is_zero_v<B>) return a;
+    else if constexpr (is_zero_v<A>) return b;
+    else if constexpr (is_static_literal_v<A> && is_static_literal_v<B>)
+      return static_literal<T, (long long)(A::value + B::value)>{};
+    else if constexpr (same_value_v<A, B>) return static_literal<T, 2>{} * a;
+    else if constexpr (is_mul_v<A> && is_mul_v<B>) {
+      using A0 = std::tuple_element_t<0, decltype(a.args)>;
+      using A1 = std::tuple_element_t<1, decltype(a.args)>;
+      using B0 = std::tuple_element_t<0, decltype(b.args)>;
+      using B1 = std::tuple_element_t<1, decltype(b.args)>;
+      if constexpr (same_value_v<A0, B0>) return std::get<0>(a.args) * (std::get<1>(a.args) + std::get<1>(b.args));
+      else if constexpr (same_value_v<A1, B1>) return (std::get<0>(a.args) + std::get<0>(b.args)) * std::get<1>(a.args);
+      else return no_rewrite{};
+    } else return no_rewrite{};
   }
   // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
   template <class G, class Y, class A, class B>

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "../expr/structural.hpp"
+#include "slice.hpp"
 
 namespace symflow {
 namespace ops {
@@ -48,6 +49,22 @@ struct concat_op {
     };
     (join(rest), ...);
     return out;
+  }
+
+  // Each operand's adjoint is its part of g; the offsets along Axis must be static.
+  template <class G, class Y, class... In>
+  static auto gradient(const G& g, const Y&, const In&... in) {
+    static_assert(((shape_of<In>::extents[Axis] != dyn) && ...),
+                  "symflow: the gradient of concat needs static extents along the concatenation axis");
+    constexpr std::array<std::size_t, sizeof...(In)> sizes{shape_of<In>::extents[Axis]...};
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      constexpr auto offset = [](std::size_t i, const auto& s) {
+        std::size_t o = 0;
+        for (std::size_t k = 0; k < i; ++k) o += s[k];
+        return o;
+      };
+      return std::tuple{narrow<Axis>(g, offset(I, sizes), offset(I, sizes) + sizes[I])...};
+    }(std::index_sequence_for<In...>{});
   }
 
   // Each operand contributes a contiguous block of `inner` elements per outer index.

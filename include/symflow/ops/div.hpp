@@ -3,6 +3,7 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
@@ -15,6 +16,14 @@ struct div_op : same_dtype_result {
   template <class P>
   static P packet(const P& a, const P& b) {
     return simd::pm::pdiv(a, b);
+  }
+  // x / 1 -> x, 0 / x -> 0 (taking x != 0, as the forward value does).
+  template <class A, class B>
+  static auto simplify(const A& a, const B&) {
+    using T = value_type_of<A>;
+    if constexpr (is_one_v<B>) return a;
+    else if constexpr (is_zero_v<A>) return zero<T>{};
+    else return no_rewrite{};
   }
   // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
   template <class G, class Y, class A, class B>

@@ -3,9 +3,11 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
+struct log_op;
 struct exp_op : floating_result {
   static constexpr std::string_view name = "exp";
   template <class T>
@@ -16,6 +18,16 @@ struct exp_op : floating_result {
   static P packet(const P& x) {
     return simd::pm::pexp(x);
   }
+  // exp(log x) -> x only where x is known to be >= 0 (elsewhere exp(log x) is NaN, not x);
+  // exp(0) -> 1.
+  template <class X>
+  static auto simplify(const X& x) {
+    if constexpr (is_zero_v<X>) return one<value_type_of<X>>{};
+    else if constexpr (is_unary_node_v<X, log_op>) {
+      if constexpr (known_nonnegative_v<std::tuple_element_t<0, decltype(x.args)>>) return std::get<0>(x.args);
+      else return no_rewrite{};
+    } else return no_rewrite{};
+  }
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
@@ -23,6 +35,10 @@ struct exp_op : floating_result {
   }
 };
 }  // namespace ops
+
+// Results of exp are >= 0 (used by domain-restricted rewrites such as exp(log x) -> x).
+template <class... A>
+inline constexpr bool known_nonnegative_v<elementwise<ops::exp_op, A...>> = true;
 
 template <expression X>
 auto exp(const X& x, std::source_location where = std::source_location::current()) {

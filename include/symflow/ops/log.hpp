@@ -3,9 +3,11 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
+struct exp_op;
 struct log_op : floating_result {
   static constexpr std::string_view name = "log";
   template <class T>
@@ -15,6 +17,13 @@ struct log_op : floating_result {
   template <class P>
   static P packet(const P& x) {
     return simd::pm::plog(x);
+  }
+  // log(exp x) -> x for every x (and more accurate: exp overflows past 88 in float); log(1) -> 0.
+  template <class X>
+  static auto simplify(const X& x) {
+    if constexpr (is_one_v<X>) return zero<value_type_of<X>>{};
+    else if constexpr (is_unary_node_v<X, exp_op>) return std::get<0>(x.args);
+    else return no_rewrite{};
   }
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>

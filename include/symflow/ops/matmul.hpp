@@ -67,6 +67,19 @@ struct matmul_op {
     }
   }
 
+  // dA = g Bt, dB = At g; for [B,M,K]x[K,N] the batch folds into the rows of dB's product.
+  template <class G, class Y, class A, class B>
+  static auto gradient(const G& g, const Y&, const A& a, const B& b) {
+    if constexpr (rank_of<A> == 3 && rank_of<B> == 2) {
+      constexpr std::size_t K = shape_of<A>::extents[2], N = shape_of<G>::extents[2];
+      static_assert(K != dyn && N != dyn,
+                    "symflow: the gradient of a [B,M,K]x[K,N] matmul needs static K and N");
+      return std::tuple{matmul(g, transpose(b)),
+                        matmul(transpose(reshape<shape<dyn, K>>(a)), reshape<shape<dyn, N>>(g))};
+    } else {
+      return std::tuple{matmul(g, transpose(b)), matmul(transpose(a), g)};
+    }
+  }
   template <class T, class Out, class A, class B>
   static void run_cpu(const Out& out, const A& a, const B& b) {
     using matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

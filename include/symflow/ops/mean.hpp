@@ -24,6 +24,13 @@ struct mean_op {
   static auto packet_reduce(const P& p) {
     return simd::pm::predux(p);
   }
+  // Derivative rule, given the upstream adjoint g and this node's value y (both with the reduced axes
+  // kept as extent 1), the operand x and the number of elements each result combines.
+  template <class G, class Y, class X, class Count>
+  static auto gradient([[maybe_unused]] const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x,
+                       [[maybe_unused]] const Count& count) {
+    return std::tuple{g / count};
+  }
   template <class T>
   SYMFLOW_HD static T finish(T acc, [[maybe_unused]] std::size_t count) {
     return count ? T(acc / T(count)) : std::numeric_limits<T>::quiet_NaN();

@@ -24,6 +24,13 @@ struct min_op {
   static auto packet_reduce(const P& p) {
     return simd::pm::predux_min(p);
   }
+  // Derivative rule, given the upstream adjoint g and this node's value y (both with the reduced axes
+  // kept as extent 1), the operand x and the number of elements each result combines. Every element equal to the extremum gets the full adjoint (a subgradient at ties).
+  template <class G, class Y, class X, class Count>
+  static auto gradient([[maybe_unused]] const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x,
+                       [[maybe_unused]] const Count& count) {
+    return std::tuple{where(equal(x, y), g, zero<value_type_of<G>>{})};
+  }
   template <class T>
   SYMFLOW_HD static T finish(T acc, [[maybe_unused]] std::size_t count) {
     return acc;

@@ -3,6 +3,7 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
@@ -15,6 +16,17 @@ struct mul_op : same_dtype_result {
   template <class P>
   static P packet(const P& a, const P& b) {
     return simd::pm::pmul(a, b);
+  }
+  // x * 0 -> 0, x * 1 -> x, literal folding (the result broadcasts where it is used).
+  template <class A, class B>
+  static auto simplify(const A& a, const B& b) {
+    using T = value_type_of<A>;
+    if constexpr (is_zero_v<A> || is_zero_v<B>) return zero<T>{};
+    else if constexpr (is_one_v<B>) return a;
+    else if constexpr (is_one_v<A>) return b;
+    else if constexpr (is_static_literal_v<A> && is_static_literal_v<B>)
+      return static_literal<T, (long long)(A::value * B::value)>{};
+    else return no_rewrite{};
   }
   // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
   template <class G, class Y, class A, class B>

@@ -45,6 +45,13 @@ struct reshape_op {
                         " elements) to " + shape_string<Target>());
     return out;
   }
+  // Reshaping back needs the operand's shape to have at most one dyn extent.
+  template <class G, class X>
+  static auto gradient(const G& g, const X&) {
+    static_assert(reshape_op<shape_of<X>>::dyn_count() <= 1,
+                  "symflow: the gradient of reshape needs an operand shape with at most one dyn extent");
+    return std::tuple{make_view(reshape_op<shape_of<X>>{}, std::source_location{}, g)};
+  }
   template <std::size_t R>
   static layout<Target::rank> apply(const layout<R>& in) {
     layout<Target::rank> out;

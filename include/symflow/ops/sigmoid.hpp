@@ -3,6 +3,7 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
@@ -23,6 +24,10 @@ struct sigmoid_op : floating_result {
   }
 };
 }  // namespace ops
+
+// Results of sigmoid are >= 0 (used by domain-restricted rewrites such as exp(log x) -> x).
+template <class... A>
+inline constexpr bool known_nonnegative_v<elementwise<ops::sigmoid_op, A...>> = true;
 
 template <expression X>
 auto sigmoid(const X& x, std::source_location where = std::source_location::current()) {

@@ -12,6 +12,9 @@ struct sin_op : floating_result {
   SYMFLOW_HD static T apply(T x) {
     return std::sin(x);
   }
+  // Eigen 3.4 vectorizes this function for float only.
+  template <class T>
+  static constexpr bool packet_dtype_ok = std::is_same_v<T, float>;
   template <class P>
   static P packet(const P& x) {
     return simd::pm::psin(x);

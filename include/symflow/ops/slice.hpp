@@ -4,45 +4,58 @@
 namespace symflow {
 namespace ops {
 
-// Rows [begin, end) along axis 0 (a mini-batch out of a dataset): an offset into the operand.
+// Indices [begin, end) along one axis (rows of a dataset for axis 0): an offset into the operand.
+template <std::size_t Axis>
 struct slice_op {
   static constexpr std::string_view name = "slice";
   static constexpr bool contiguous_operand = false;
   std::size_t begin = 0, end = 0;
 
   template <class S>
-  static constexpr bool shapes_ok = S::rank >= 1;
+  static constexpr bool shapes_ok = Axis < S::rank;
   template <class S>
-  struct result;
-  template <std::size_t E0, std::size_t... Rest>
-  struct result<shape<E0, Rest...>> {
-    using type = shape<dyn, Rest...>;
-  };
-  template <class S>
-  using result_shape = typename result<S>::type;
+  using result_shape = shape_from_array_t<[] {
+    auto e = S::extents;
+    e[Axis] = dyn;
+    return e;
+  }()>;
 
   template <std::size_t R>
   extents_t<R> infer_extents(const std::string& who, const extents_t<R>& in) const {
-    if (begin > end || end > in[0])
-      throw shape_error(who + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) +
-                        ") are outside an operand of shape " + format_extents(in));
+    if (begin > end || end > in[Axis])
+      throw shape_error(who + ": [" + std::to_string(begin) + ", " + std::to_string(end) + ") along axis " +
+                        std::to_string(Axis) + " is outside an operand of shape " + format_extents(in));
     extents_t<R> out = in;
-    out[0] = end - begin;
+    out[Axis] = end - begin;
     return out;
   }
   template <std::size_t R>
   layout<R> apply(const layout<R>& in) const {
     layout<R> out = in;
-    out.extents[0] = end - begin;
-    out.offset = in.offset + begin * in.strides[0];
+    out.extents[Axis] = end - begin;
+    out.offset = in.offset + begin * in.strides[Axis];
     return out;
+  }
+  std::string attributes() const {
+    return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end);
+  }
+  template <class G, class X>
+  auto gradient(const G& g, const X& x) const {
+    return std::tuple{scatter<Axis>(g, x, begin, end)};
   }
 };
 }  // namespace ops
 
+// Rows [begin, end) of axis 0.
 template <expression X>
 auto slice(const X& x, std::size_t begin, std::size_t end,
            std::source_location where = std::source_location::current()) {
-  return make_view(ops::slice_op{begin, end}, where, x);
+  return make_view(ops::slice_op<0>{begin, end}, where, x);
+}
+// Indices [begin, end) of any axis.
+template <std::size_t Axis, expression X>
+auto narrow(const X& x, std::size_t begin, std::size_t end,
+            std::source_location where = std::source_location::current()) {
+  return make_view(ops::slice_op<Axis>{begin, end}, where, x);
 }
 }  // namespace symflow

@@ -3,6 +3,7 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
@@ -12,6 +13,9 @@ struct softplus_op : floating_result {
   SYMFLOW_HD static T apply(T x) {
     return std::max(x, T(0)) + std::log1p(std::exp(-std::abs(x)));
   }
+  // Eigen 3.4 vectorizes this function for float only.
+  template <class T>
+  static constexpr bool packet_dtype_ok = std::is_same_v<T, float>;
   template <class P>
   static P packet(const P& x) {
     return simd::pm::padd(simd::pm::pmax(x, simd::pm::pzero(x)), simd::pm::plog1p(simd::pm::pexp(simd::pm::pnegate(simd::pm::pabs(x)))));
@@ -23,6 +27,10 @@ struct softplus_op : floating_result {
   }
 };
 }  // namespace ops
+
+// Results of softplus are >= 0 (used by domain-restricted rewrites such as exp(log x) -> x).
+template <class... A>
+inline constexpr bool known_nonnegative_v<elementwise<ops::softplus_op, A...>> = true;
 
 template <expression X>
 auto softplus(const X& x, std::source_location where = std::source_location::current()) {

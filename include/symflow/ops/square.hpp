@@ -3,6 +3,7 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
@@ -23,6 +24,10 @@ struct square_op : same_dtype_result {
   }
 };
 }  // namespace ops
+
+// Results of square are >= 0 (used by domain-restricted rewrites such as exp(log x) -> x).
+template <class... A>
+inline constexpr bool known_nonnegative_v<elementwise<ops::square_op, A...>> = true;
 
 template <expression X>
 auto square(const X& x, std::source_location where = std::source_location::current()) {

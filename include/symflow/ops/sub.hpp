@@ -3,6 +3,7 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
@@ -15,6 +16,17 @@ struct sub_op : same_dtype_result {
   template <class P>
   static P packet(const P& a, const P& b) {
     return simd::pm::psub(a, b);
+  }
+  // x - 0 -> x, 0 - x -> -x, x - x -> 0, literal folding.
+  template <class A, class B>
+  static auto simplify(const A& a, const B& b) {
+    using T = value_type_of<A>;
+    if constexpr (is_zero_v<B>) return a;
+    else if constexpr (is_zero_v<A>) return -b;
+    else if constexpr (is_static_literal_v<A> && is_static_literal_v<B>)
+      return static_literal<T, (long long)(A::value - B::value)>{};
+    else if constexpr (same_value_v<A, B>) return zero<T>{};
+    else return no_rewrite{};
   }
   // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
   template <class G, class Y, class A, class B>

@@ -31,6 +31,20 @@ struct permute_op {
   static extents_t<R> infer_extents(const std::string&, const extents_t<R>& e) {
     return {e[Perm]...};
   }
+  template <class G, class X>
+  static auto gradient(const G& g, const X&) {
+    return std::tuple{make_view(inverse(), std::source_location{}, g)};
+  }
+  static constexpr auto inverse() {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      constexpr auto inv = [] {
+        std::array<std::size_t, sizeof...(Perm)> out{};
+        for (std::size_t i = 0; i < out.size(); ++i) out[perm[i]] = i;
+        return out;
+      }();
+      return permute_op<inv[I]...>{};
+    }(std::make_index_sequence<sizeof...(Perm)>{});
+  }
   template <std::size_t R>
   static layout<R> apply(const layout<R>& in) {
     return {{in.extents[Perm]...}, {in.strides[Perm]...}, in.offset};

@@ -1,5 +1,6 @@
 #pragma once
 #include "../expr/elementwise.hpp"
+#include "../expr/rewrite.hpp"
 
 namespace symflow {
 namespace ops {
@@ -12,6 +13,12 @@ struct where_op {
   template <class T>
   SYMFLOW_HD static T apply(bool mask, T a, T b) {
     return mask ? a : b;
+  }
+  // where(m, 0, 0) -> 0.
+  template <class M, class A, class B>
+  static auto simplify(const M&, const A& a, const B&) {
+    if constexpr (is_zero_v<A> && is_zero_v<B>) return a;
+    else return no_rewrite{};
   }
   // The gradient flows only through the branch that was chosen.
   template <class G, class Y, class M, class A, class B>

@@ -26,8 +26,19 @@ template <class Op, class T, std::size_t N, class = std::make_index_sequence<N>>
 inline constexpr bool has_packet = false;
 template <class Op, class T, std::size_t N, std::size_t... I>
   requires std::is_floating_point_v<T>
-inline constexpr bool has_packet<Op, T, N, std::index_sequence<I...>> =
-    requires(const simd::packet_t<T>& p) { Op::packet(((void)I, p)...); };
+inline constexpr bool has_packet<Op, T, N, std::index_sequence<I...>> = [] {
+  if constexpr (requires { Op::template packet_dtype_ok<T>; })
+    if constexpr (!Op::template packet_dtype_ok<T>) return false;
+  return requires(const simd::packet_t<T>& p) { Op::packet(((void)I, p)...); };
+}();
+
+// Ops may leave an operand unread (expand_as uses its second operand for its extents only):
+// such an operand is never prepared or bound, so nothing is computed for it.
+template <class Op, std::size_t I>
+constexpr bool reads_operand() {
+  if constexpr (requires { Op::template reads_operand<I>; }) return Op::template reads_operand<I>;
+  else return true;
+}
 
 template <std::size_t R>
 extents_t<R> as_extents(const auto& e) {
@@ -83,26 +94,50 @@ struct elementwise_eval {
   [[no_unique_address]] Op op;
   extents_t<R> extents{};
 
+  template <class F, std::size_t... I>
+  SYMFLOW_INLINE void for_read(F&& f, std::index_sequence<I...>) {
+    ((detail::reads_operand<Op, I>() ? f(std::get<I>(children)) : void()), ...);
+  }
+  template <class F>
+  SYMFLOW_INLINE void for_read(F&& f) {
+    for_read(f, std::index_sequence_for<C...>{});
+  }
+  template <std::size_t I>
+  SYMFLOW_INLINE auto scalar_of(std::size_t j) const {
+    using V = typename std::tuple_element_t<I, std::tuple<C...>>::value_type;
+    if constexpr (detail::reads_operand<Op, I>()) return std::get<I>(children).scalar(j);
+    else return V{};
+  }
+  template <std::size_t I, class P>
+  SYMFLOW_INLINE P packet_of(std::size_t j) const {
+    if constexpr (detail::reads_operand<Op, I>()) return std::get<I>(children).template packet<P>(j);
+    else return simd::pm::pzero(P{});
+  }
+
   template <class Ctx>
   void prepare(Ctx& ctx) {
-    std::apply([&](auto&... c) { (c.prepare(ctx), ...); }, children);
+    for_read([&](auto& c) { c.prepare(ctx); });
   }
   void bind_frame(const frame& f) {
-    std::apply([&](auto&... c) { (c.bind_frame(f), ...); }, children);
+    for_read([&](auto& c) { c.bind_frame(f); });
   }
   template <class F>
   void visit_strides(F&& f) {
-    std::apply([&](auto&... c) { (c.visit_strides(f), ...); }, children);
+    for_read([&](auto& c) { c.visit_strides(f); });
   }
   SYMFLOW_INLINE void set_row(const frame& f, const row_cursor& cursor) {
-    std::apply([&](auto&... c) { (c.set_row(f, cursor), ...); }, children);
+    for_read([&](auto& c) { c.set_row(f, cursor); });
   }
   SYMFLOW_INLINE T scalar(std::size_t j) const {
-    return std::apply([&](const auto&... c) { return T(op.apply(c.scalar(j)...)); }, children);
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return T(op.apply(scalar_of<I>(j)...));
+    }(std::index_sequence_for<C...>{});
   }
   template <class P>
   SYMFLOW_INLINE P packet(std::size_t j) const {
-    return std::apply([&](const auto&... c) { return op.packet(c.template packet<P>(j)...); }, children);
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return op.packet(packet_of<I, P>(j)...);
+    }(std::index_sequence_for<C...>{});
   }
 };
 
@@ -201,19 +236,22 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
     this->extents = std::apply([&](const auto&... o) { return op.infer_extents(describe(node), o.extents...); },
                                operands);
   }
+  template <std::size_t I, class Ctx>
+  auto operand_view(Ctx& ctx) {
+    auto& o = std::get<I>(operands);
+    using C_I = std::remove_cvref_t<decltype(o)>;
+    using V = typename C_I::value_type;
+    if constexpr (detail::reads_operand<typename Node::op_type, I>())
+      return materialize(o, ctx, Node::op_type::contiguous_operands).template view<C_I::rank>();
+    else
+      return tensor_view<const V, dyn_shape<C_I::rank>>(nullptr, o.extents);
+  }
   template <class Ctx>
   void compute_into(T* out, Ctx& ctx) {
-    std::apply(
-        [&](auto&... o) {
-          const auto views = std::tuple{
-              materialize(o, ctx, Node::op_type::contiguous_operands).template view<std::remove_cvref_t<decltype(o)>::rank>()...};
-          std::apply(
-              [&](const auto&... v) {
-                op.template run_cpu<T>(tensor_view<T, dyn_shape<Node::rank>>(out, this->extents), v...);
-              },
-              views);
-        },
-        operands);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      const auto views = std::tuple{operand_view<I>(ctx)...};
+      op.template run_cpu<T>(tensor_view<T, dyn_shape<Node::rank>>(out, this->extents), std::get<I>(views)...);
+    }(std::index_sequence_for<C...>{});
   }
   template <class Ctx>
   void prepare(Ctx& ctx) {

@@ -1,0 +1,36 @@
+#pragma once
+#include "../expr/elementwise.hpp"
+
+namespace symflow {
+namespace ops {
+
+// expand_as(a, like): a broadcast to the shape of `like`, whose values are never read (the
+// evaluator does not even compute them). Gradients use it to give a result its leaf's shape.
+struct expand_as_op {
+  static constexpr std::string_view name = "expand_as";
+  template <class A, class B>
+  using result_type = A;
+  template <class A, class B>
+  static constexpr bool accepts = true;
+  template <std::size_t I>
+  static constexpr bool reads_operand = I == 0;
+  template <class T, class U>
+  SYMFLOW_HD static T apply(T a, U) {
+    return a;
+  }
+  template <class P>
+  static P packet(const P& a, const P&) {
+    return a;
+  }
+  template <class G, class Y, class A, class B>
+  static auto gradient(const G& g, const Y&, const A&, const B&) {
+    return std::tuple{sum_to<shape_of<A>>(g), no_gradient{}};
+  }
+};
+}  // namespace ops
+
+template <expression A, expression B>
+auto expand_as(const A& a, const B& like, std::source_location where = std::source_location::current()) {
+  return make_elementwise(ops::expand_as_op{}, where, a, like);
+}
+}  // namespace symflow

@@ -1,0 +1,60 @@
+#pragma once
+#include <bit>
+
+#include "../expr/reduction.hpp"
+#include "../expr/structural.hpp"
+#include "sum.hpp"
+
+namespace symflow {
+namespace ops {
+
+// Inserts axes of extent 1 at the result positions marked in Bits (bit i = result axis i): the
+// inverse of a reduction without keepdims, so an adjoint broadcasts back over the reduced axes.
+template <unsigned Bits>
+struct expand_dims_op {
+  static constexpr std::string_view name = "expand_dims";
+  static constexpr bool contiguous_operand = false;
+  static constexpr std::size_t added = std::popcount(Bits);
+
+  template <class S>
+  static constexpr bool shapes_ok = (S::rank + added <= 8) && (Bits >> (S::rank + added)) == 0;
+  template <class S>
+  using result_shape = shape_from_array_t<[] {
+    std::array<std::size_t, S::rank + added> out{};
+    for (std::size_t i = 0, j = 0; i < out.size(); ++i) out[i] = ((Bits >> i) & 1u) ? 1 : S::extents[j++];
+    return out;
+  }()>;
+
+  template <std::size_t R>
+  static extents_t<R + added> infer_extents(const std::string&, const extents_t<R>& in) {
+    extents_t<R + added> out{};
+    for (std::size_t i = 0, j = 0; i < out.size(); ++i) out[i] = ((Bits >> i) & 1u) ? 1 : in[j++];
+    return out;
+  }
+  template <std::size_t R>
+  static layout<R + added> apply(const layout<R>& in) {
+    layout<R + added> out;
+    for (std::size_t i = 0, j = 0; i < out.extents.size(); ++i) {
+      if ((Bits >> i) & 1u) {
+        out.extents[i] = 1;
+        out.strides[i] = 0;
+      } else {
+        out.extents[i] = in.extents[j];
+        out.strides[i] = in.strides[j++];
+      }
+    }
+    out.offset = in.offset;
+    return out;
+  }
+  template <class G, class X>
+  static auto gradient(const G& g, const X&) {
+    return std::tuple{reduction<sum_op, G, Bits, false>{{}, std::tuple<G>(g), {}}};
+  }
+};
+}  // namespace ops
+
+template <unsigned Bits, expression X>
+auto expand_dims(const X& x, std::source_location where = std::source_location::current()) {
+  return make_view(ops::expand_dims_op<Bits>{}, where, x);
+}
+}  // namespace symflow

@@ -1,0 +1,45 @@
+#pragma once
+#include "../expr/structural.hpp"
+
+namespace symflow {
+namespace ops {
+
+// The number of elements a reduction over the axes in Bits combines, as a scalar of dtype To. Only
+// the operand's extents are used (its values are never computed), so mean's gradient works with
+// dyn extents.
+template <unsigned Bits, class To>
+struct reduced_count_op {
+  static constexpr std::string_view name = "reduced_count";
+  static constexpr bool contiguous_operands = false;
+  template <class X>
+  using result_type = To;
+  template <std::size_t I>
+  static constexpr bool reads_operand = false;
+  template <class S>
+  static constexpr bool shapes_ok = true;
+  template <class S>
+  using result_shape = shape<>;
+
+  template <std::size_t R>
+  static extents_t<0> infer_extents(const std::string&, const extents_t<R>&) {
+    return {};
+  }
+  template <class T, class Out, class X>
+  static void run_cpu(const Out& out, const X& x) {
+    std::size_t count = 1;
+    for (std::size_t i = 0; i < X::rank; ++i)
+      if ((Bits >> i) & 1u) count *= x.extent(i);
+    out.data()[0] = T(count);
+  }
+  template <class G, class Y, class X>
+  static auto gradient(const G&, const Y&, const X&) {
+    return std::tuple{no_gradient{}};
+  }
+};
+}  // namespace ops
+
+template <unsigned Bits, class To, expression X>
+auto reduced_count(const X& x) {
+  return make_kernel(ops::reduced_count_op<Bits, To>{}, std::source_location{}, x);
+}
+}  // namespace symflow

@@ -1,0 +1,61 @@
+#pragma once
+#include <algorithm>
+#include <cstring>
+
+#include "../expr/structural.hpp"
+#include "slice.hpp"
+
+namespace symflow {
+namespace ops {
+
+// scatter<Axis>(part, like, begin, end): a tensor shaped like `like` (whose values are not read),
+// zero except indices [begin, end) along Axis, which hold `part`. The adjoint of slice and concat.
+template <std::size_t Axis>
+struct scatter_op {
+  static constexpr std::string_view name = "scatter";
+  static constexpr bool contiguous_operands = true;
+  std::size_t begin = 0, end = 0;
+  template <class A, class B>
+  using result_type = A;
+  template <std::size_t I>
+  static constexpr bool reads_operand = I == 0;
+  template <class SA, class SB>
+  static constexpr bool shapes_ok = SA::rank == SB::rank && Axis < SA::rank;
+  template <class SA, class SB>
+  using result_shape = SB;
+
+  template <std::size_t R>
+  extents_t<R> infer_extents(const std::string& who, const extents_t<R>& part, const extents_t<R>& like) const {
+    bool ok = end <= like[Axis] && part[Axis] == end - begin;
+    for (std::size_t i = 0; i < R; ++i) ok = ok && (i == Axis || part[i] == like[i]);
+    if (!ok)
+      throw shape_error(who + ": " + format_extents(part) + " at [" + std::to_string(begin) + ", " +
+                        std::to_string(end) + ") along axis " + std::to_string(Axis) + " does not fit in " +
+                        format_extents(like));
+    return like;
+  }
+  template <class T, class Out, class A, class B>
+  void run_cpu(const Out& out, const A& part, const B&) const {
+    std::fill_n(out.data(), out.size(), T(0));
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < Axis; ++i) outer *= out.extent(i);
+    for (std::size_t i = Axis + 1; i < Out::rank; ++i) inner *= out.extent(i);
+    const std::size_t block = (end - begin) * inner, out_row = out.extent(Axis) * inner;
+    for (std::size_t o = 0; o < outer && block; ++o)
+      std::memcpy(out.data() + o * out_row + begin * inner, part.data() + o * block, block * sizeof(T));
+  }
+  std::string attributes() const {
+    return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end);
+  }
+  template <class G, class Y, class A, class B>
+  auto gradient(const G& g, const Y&, const A&, const B&) const {
+    return std::tuple{narrow<Axis>(g, begin, end), no_gradient{}};
+  }
+};
+}  // namespace ops
+
+template <std::size_t Axis, expression Part, expression Like>
+auto scatter(const Part& part, const Like& like, std::size_t begin, std::size_t end) {
+  return make_kernel(ops::scatter_op<Axis>{begin, end}, std::source_location{}, part, like);
+}
+}  // namespace symflow

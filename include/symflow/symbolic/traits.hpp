@@ -1,0 +1,51 @@
+#pragma once
+#include <tuple>
+#include <type_traits>
+
+#include "../expr/node.hpp"
+
+namespace symflow {
+
+template <class T>
+inline constexpr bool is_no_gradient_v = std::is_same_v<std::remove_cvref_t<T>, no_gradient>;
+
+
+// The operand types of a node (an empty tuple for leaves).
+template <expression E>
+using operands_of = std::remove_cvref_t<decltype(std::declval<const E&>().args)>;
+
+template <class E>
+concept has_operands = expression<E> && requires(const E& e) { e.args; };
+
+// Whether the expression E contains the leaf type Leaf.
+template <class Leaf, class E>
+constexpr bool depends_on() {
+  if constexpr (std::is_same_v<E, Leaf>) {
+    return true;
+  } else if constexpr (has_operands<E>) {
+    return []<class... A>(std::type_identity<std::tuple<A...>>) {
+      return (depends_on<Leaf, A>() || ...);
+    }(std::type_identity<operands_of<E>>{});
+  } else {
+    return false;
+  }
+}
+
+// Nodes in the expression tree (a subexpression used twice counts twice, as in the type).
+template <class E>
+constexpr std::size_t node_count() {
+  if constexpr (has_operands<E>) {
+    return []<class... A>(std::type_identity<std::tuple<A...>>) {
+      return (std::size_t(1) + ... + node_count<A>());
+    }(std::type_identity<operands_of<E>>{});
+  } else {
+    return 1;
+  }
+}
+
+template <expression E>
+constexpr std::size_t node_count(const E&) {
+  return node_count<E>();
+}
+
+}  // namespace symflow

@@ -16,3 +16,5 @@
 #include "ops/all.hpp"
 #include "eval/cpu/eval.hpp"
 #include "symbolic/grad.hpp"
+#include "symbolic/jvp.hpp"
+#include "symbolic/check_gradient.hpp"

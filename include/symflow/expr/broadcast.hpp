@@ -59,7 +59,11 @@ struct broadcast_all<S, Rest...> {
 // The condition of the static_assert that rejects incompatible operands. Its template arguments are
 // what the compiler prints after the message: the op and the shapes of its operands.
 template <class Op, shape_spec... OperandShapes>
-struct operand_shapes_broadcast_for_op : std::bool_constant<broadcast_all<OperandShapes...>::ok> {};
+struct operand_shapes_broadcast_for_op {
+  // Its own member, not one inherited from std::bool_constant: g++ names the class that declares
+  // `value` when the static_assert fails, and this one carries the op and the shapes.
+  static constexpr bool value = broadcast_all<OperandShapes...>::ok;
+};
 
 // Runtime counterpart: merges one operand's extents (right-aligned) into `out`, which starts as all
 // ones. Returns false when they conflict; the caller names the op and the shapes.

@@ -62,7 +62,9 @@ struct mask_result {
 };
 
 template <class Op, class... Ts>
-struct operand_dtypes_accepted_by_op : std::bool_constant<Op::template accepts<Ts...>> {};
+struct operand_dtypes_accepted_by_op {
+  static constexpr bool value = Op::template accepts<Ts...>;  // own member: see broadcast.hpp
+};
 
 // Builds an elementwise node after checking dtypes and static shapes; the first diagnostic names the
 // op and the operand shapes (as template arguments of the failed condition).

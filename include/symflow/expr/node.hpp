@@ -38,6 +38,8 @@ inline constexpr std::size_t rank_of = shape_of<E>::rank;
 // What a derivative rule returns for an operand that carries no gradient (a mask, a label), and
 // what differentiation yields for a subexpression that does not depend on the variable.
 struct no_gradient {};
+template <class T>
+inline constexpr bool is_no_gradient_v = std::is_same_v<std::remove_cvref_t<T>, no_gradient>;
 
 // Anything an op accepts as an operand: an expression or a plain arithmetic scalar.
 template <class X>

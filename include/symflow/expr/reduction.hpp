@@ -68,7 +68,9 @@ struct reduction : expression_tag {
 };
 
 template <class Op, shape_spec S, int... Axes>
-struct reduction_axes_in_range_for_op : std::bool_constant<axes_in_range<S::rank, Axes...>()> {};
+struct reduction_axes_in_range_for_op {
+  static constexpr bool value = axes_in_range<S::rank, Axes...>();  // own member: see broadcast.hpp
+};
 
 template <class Op, expression A, int... Axes, class... Keep>
 auto make_reduction(const A& a, axes_t<Axes...>, std::source_location where, Keep...) {

@@ -56,7 +56,9 @@ struct kernel_node : expression_tag {
 
 // The condition of the static_assert for structural ops: prints the op and the operand shapes.
 template <class Op, shape_spec... OperandShapes>
-struct operand_shapes_valid_for_op : std::bool_constant<Op::template shapes_ok<OperandShapes...>> {};
+struct operand_shapes_valid_for_op {
+  static constexpr bool value = Op::template shapes_ok<OperandShapes...>;  // own member: see broadcast.hpp
+};
 
 template <class Op, expression A>
 auto make_view(Op op, std::source_location where, const A& a) {

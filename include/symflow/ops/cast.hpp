@@ -6,6 +6,9 @@ namespace ops {
 template <class To>
 struct cast_op {
   static constexpr std::string_view name = "cast";
+  // The same op producing dtype U where it produces a floating dtype (used to re-type a graph).
+  template <class U>
+  using with_float_dtype = std::conditional_t<std::is_floating_point_v<To>, cast_op<U>, cast_op>;
   template <class From>
   using result_type = To;
   template <class From>
@@ -13,6 +16,12 @@ struct cast_op {
   template <class From>
   SYMFLOW_HD static To apply(From x) {
     return static_cast<To>(x);
+  }
+  // Forward mode: the tangent is cast like the value.
+  template <class Y, class TX, class X>
+  static auto tangent(const Y&, const TX& tx, const X&) {
+    if constexpr (std::is_floating_point_v<value_type_of<X>> && std::is_floating_point_v<To>) return cast<To>(tx);
+    else return no_gradient{};
   }
   // Gradients flow through float-to-float casts, converted back to the operand's dtype.
   template <class G, class Y, class X>

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "../expr/structural.hpp"
+#include "../expr/leaves.hpp"
 #include "slice.hpp"
 
 namespace symflow {
@@ -51,6 +52,23 @@ struct concat_op {
     return out;
   }
 
+  // Forward mode: the tangents concatenated (zeros for operands without one).
+  template <class Y, class... TI>
+  static auto tangent(const Y&, const TI&... t_and_in) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      const auto all = std::tie(t_and_in...);
+      constexpr std::size_t n = sizeof...(TI) / 2;
+      auto part = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+        const auto& t = std::get<K>(all);
+        const auto& x = std::get<K + n>(all);
+        if constexpr (is_no_gradient_v<std::remove_cvref_t<decltype(t)>>)
+          return expand_as(zero<value_type_of<decltype(x)>>{}, x);
+        else
+          return t;
+      };
+      return concat<Axis>(part(std::integral_constant<std::size_t, I>{})...);
+    }(std::make_index_sequence<sizeof...(TI) / 2>{});
+  }
   // Each operand's adjoint is its part of g; the offsets along Axis must be static.
   template <class G, class Y, class... In>
   static auto gradient(const G& g, const Y&, const In&... in) {

@@ -22,6 +22,10 @@ struct expand_as_op {
   static P packet(const P& a, const P&) {
     return a;
   }
+  template <class Y, class TA, class TB, class A, class B>
+  static auto tangent(const Y&, const TA& ta, const TB&, const A&, const B& b) {
+    return expand_as(ta, b);
+  }
   template <class G, class Y, class A, class B>
   static auto gradient(const G& g, const Y&, const A&, const B&) {
     return std::tuple{sum_to<shape_of<A>>(g), no_gradient{}};

@@ -67,6 +67,13 @@ struct matmul_op {
     }
   }
 
+  // Forward mode: d(AB) = dA B + A dB.
+  template <class Y, class TA, class TB, class A, class B>
+  static auto tangent(const Y&, const TA& ta, const TB& tb, const A& a, const B& b) {
+    if constexpr (is_no_gradient_v<TA>) return matmul(a, tb);
+    else if constexpr (is_no_gradient_v<TB>) return matmul(ta, b);
+    else return matmul(ta, b) + matmul(a, tb);
+  }
   // dA = g Bt, dB = At g; for [B,M,K]x[K,N] the batch folds into the rows of dB's product.
   template <class G, class Y, class A, class B>
   static auto gradient(const G& g, const Y&, const A& a, const B& b) {

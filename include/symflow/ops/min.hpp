@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "../expr/reduction.hpp"
+#include "../expr/leaves.hpp"
 #include "packet_math.hpp"
 
 namespace symflow {
@@ -30,6 +31,11 @@ struct min_op {
   static auto gradient([[maybe_unused]] const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x,
                        [[maybe_unused]] const Count& count) {
     return std::tuple{where(equal(x, y), g, zero<value_type_of<G>>{})};
+  }
+  // Forward mode: the tangent at the extremum (summed over ties), to be summed over the reduced axes.
+  template <class TX, class Y, class X>
+  static auto tangent_operand(const TX& tx, const Y& y, const X& x) {
+    return where(equal(x, y), tx, zero<value_type_of<X>>{});
   }
   template <class T>
   SYMFLOW_HD static T finish(T acc, [[maybe_unused]] std::size_t count) {

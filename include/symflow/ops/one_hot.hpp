@@ -11,6 +11,8 @@ namespace ops {
 template <std::size_t Depth, class To>
 struct one_hot_op {
   static constexpr std::string_view name = "one_hot";
+  template <class U>
+  using with_float_dtype = std::conditional_t<std::is_floating_point_v<To>, one_hot_op<Depth, U>, one_hot_op>;
   static constexpr bool contiguous_operands = true;
   template <class Label>
   using result_type = To;
@@ -30,6 +32,10 @@ struct one_hot_op {
     std::copy(in.begin(), in.end(), out.begin());
     out[R] = Depth;
     return out;
+  }
+  template <class Y, class TL, class L>
+  static auto tangent(const Y&, const TL&, const L&) {
+    return no_gradient{};
   }
   template <class G, class Y, class L>
   static auto gradient(const G&, const Y&, const L&) {

@@ -10,6 +10,8 @@ namespace ops {
 template <unsigned Bits, class To>
 struct reduced_count_op {
   static constexpr std::string_view name = "reduced_count";
+  template <class U>
+  using with_float_dtype = std::conditional_t<std::is_floating_point_v<To>, reduced_count_op<Bits, U>, reduced_count_op>;
   static constexpr bool contiguous_operands = false;
   template <class X>
   using result_type = To;
@@ -30,6 +32,10 @@ struct reduced_count_op {
     for (std::size_t i = 0; i < X::rank; ++i)
       if ((Bits >> i) & 1u) count *= x.extent(i);
     out.data()[0] = T(count);
+  }
+  template <class Y, class TX, class X>
+  static auto tangent(const Y&, const TX&, const X&) {
+    return no_gradient{};
   }
   template <class G, class Y, class X>
   static auto gradient(const G&, const Y&, const X&) {

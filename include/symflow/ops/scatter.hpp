@@ -15,6 +15,7 @@ struct scatter_op {
   static constexpr std::string_view name = "scatter";
   static constexpr bool contiguous_operands = true;
   std::size_t begin = 0, end = 0;
+  bool operator==(const scatter_op&) const = default;
   template <class A, class B>
   using result_type = A;
   template <std::size_t I>
@@ -46,6 +47,11 @@ struct scatter_op {
   }
   std::string attributes() const {
     return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end);
+  }
+  template <class Y, class TA, class TB, class A, class B>
+  auto tangent(const Y&, const TA& ta, const TB&, const A&, const B& like) const {
+    if constexpr (is_no_gradient_v<TA>) return no_gradient{};
+    else return scatter<Axis>(ta, like, begin, end);
   }
   template <class G, class Y, class A, class B>
   auto gradient(const G& g, const Y&, const A&, const B&) const {

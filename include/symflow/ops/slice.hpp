@@ -10,6 +10,7 @@ struct slice_op {
   static constexpr std::string_view name = "slice";
   static constexpr bool contiguous_operand = false;
   std::size_t begin = 0, end = 0;
+  bool operator==(const slice_op&) const = default;
 
   template <class S>
   static constexpr bool shapes_ok = Axis < S::rank;

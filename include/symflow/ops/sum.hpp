@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "../expr/reduction.hpp"
+#include "../expr/leaves.hpp"
 #include "packet_math.hpp"
 
 namespace symflow {
@@ -31,6 +32,8 @@ struct sum_op {
                        [[maybe_unused]] const Count& count) {
     return std::tuple{g};
   }
+  // Linear: the tangent of the result is the same reduction of the operand's tangent.
+  static constexpr bool linear = true;
   template <class T>
   SYMFLOW_HD static T finish(T acc, [[maybe_unused]] std::size_t count) {
     return acc;

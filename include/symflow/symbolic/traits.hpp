@@ -6,8 +6,6 @@
 
 namespace symflow {
 
-template <class T>
-inline constexpr bool is_no_gradient_v = std::is_same_v<std::remove_cvref_t<T>, no_gradient>;
 
 
 // The operand types of a node (an empty tuple for leaves).

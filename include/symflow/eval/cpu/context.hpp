@@ -1,14 +1,47 @@
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <tuple>
+#include <typeinfo>
 #include <type_traits>
 #include <vector>
 
 #include "../../core/aligned_buffer.hpp"
 #include "../../core/params.hpp"
 #include "../../expr/leaves.hpp"
+#include "../../expr/same_value.hpp"
 
 namespace symflow::cpu {
+
+// Instrument: how much work evaluations did, process-wide. Tests use it to show that shared
+// subexpressions are computed once.
+struct eval_counters {
+  std::atomic<std::size_t> kernels{0};        // matmul, concat, ... runs
+  std::atomic<std::size_t> reductions{0};     // materialised reductions (inner or root)
+  std::atomic<std::size_t> fused_passes{0};   // fused elementwise loops
+  std::atomic<std::size_t> reused{0};         // materialised values found already computed
+  void reset() {
+    kernels = 0;
+    reductions = 0;
+    fused_passes = 0;
+    reused = 0;
+  }
+};
+inline eval_counters& counters() {
+  static eval_counters c;
+  return c;
+}
+
+// A value computed during one evaluation, remembered so that an identical node (same type, same
+// runtime data) elsewhere in the expression reads it instead of computing it again.
+struct materialised_value {
+  const std::type_info* type = nullptr;
+  const void* node = nullptr;
+  bool (*same)(const void*, const void*) = nullptr;
+  const void* data = nullptr;
+  std::size_t rank = 0;
+  std::array<std::size_t, 8> extents{}, strides{};
+};
 
 template <class S>
 inline constexpr bool is_params_v = std::is_same_v<std::remove_cvref_t<S>, params>;
@@ -23,6 +56,23 @@ struct eval_context {
 
   std::tuple<const Sources&...> sources;
   std::vector<aligned_buffer<unsigned char>> workspace;
+  std::vector<materialised_value> materialised;
+
+  template <class Node>
+  const materialised_value* find_materialised(const Node& node) const {
+    for (const auto& m : materialised)
+      if (*m.type == typeid(Node) && m.same(m.node, &node)) return &m;
+    return nullptr;
+  }
+  template <class Node>
+  void remember(const Node& node, materialised_value value) {
+    value.type = &typeid(Node);
+    value.node = &node;
+    value.same = [](const void* a, const void* b) {
+      return same_value(*static_cast<const Node*>(a), *static_cast<const Node*>(b));
+    };
+    materialised.push_back(value);
+  }
 
   explicit eval_context(const Sources&... s) : sources(s...) {}
 
@@ -56,12 +106,20 @@ struct eval_context {
 
 // Conditions of the static_asserts on feeds: their template arguments name the leaf.
 template <class Leaf, bool Found>
-struct every_placeholder_is_fed : std::bool_constant<Found> {};
+struct every_placeholder_is_fed {
+  static constexpr bool value = Found;  // own member: see expr/broadcast.hpp
+};
 template <class Leaf, bool Found>
-struct every_variable_has_a_value : std::bool_constant<Found> {};
+struct every_variable_has_a_value {
+  static constexpr bool value = Found;
+};
 template <class Leaf, class FedType>
-struct fed_dtype_matches_leaf : std::bool_constant<std::is_same_v<typename Leaf::value_type, FedType>> {};
+struct fed_dtype_matches_leaf {
+  static constexpr bool value = std::is_same_v<typename Leaf::value_type, FedType>;
+};
 template <class Leaf, std::size_t FedRank>
-struct fed_rank_matches_leaf : std::bool_constant<Leaf::rank == FedRank> {};
+struct fed_rank_matches_leaf {
+  static constexpr bool value = Leaf::rank == FedRank;
+};
 
 }  // namespace symflow::cpu

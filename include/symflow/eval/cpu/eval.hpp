@@ -1,6 +1,7 @@
 #pragma once
 #include "../../core/tensor.hpp"
 #include "evaluators.hpp"
+#include "multi_output.hpp"
 
 namespace symflow {
 
@@ -12,6 +13,7 @@ void compute(Ev& ev, Ctx& ctx, T* out) {
   } else {
     ev.prepare(ctx);
     run_map<T>(ev, frame::of<Ev::rank>(ev.extents), out);
+    ++counters().fused_passes;
   }
 }
 }  // namespace cpu
@@ -38,6 +40,34 @@ void eval_into(tensor<value_type_of<E>, shape_of<E>>& out, const E& expr, const 
   if (out.extents() != ev.extents || out.data() == nullptr)
     out = tensor<value_type_of<E>, shape_of<E>>(ev.extents, uninitialized);
   cpu::compute(ev, ctx, out.data());
+}
+
+namespace detail {
+template <class... A>
+constexpr std::size_t leading_expressions() {
+  constexpr bool is_expr[] = {expression<A>..., false};
+  std::size_t n = 0;
+  while (n < sizeof...(A) && is_expr[n]) ++n;
+  return n;
+}
+}  // namespace detail
+
+// eval(loss, dW, db, feeds...): several outputs in one evaluation, returned as a tuple. Work they
+// share is done once; elementwise outputs and full reductions over the same frame run in one pass.
+template <expression E1, expression E2, class... Rest>
+auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
+  constexpr std::size_t k = detail::leading_expressions<Rest...>();
+  const auto args = std::tie(e1, e2, rest...);
+  return [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
+    cpu::eval_context<std::remove_cvref_t<std::tuple_element_t<2 + k + S, std::tuple<E1, E2, Rest...>>>...> ctx(
+        std::get<2 + k + S>(args)...);
+    auto evs = std::tuple{cpu::make_evaluator(std::get<X>(args), ctx)...};
+    auto outs = std::tuple{tensor<value_type_of<std::tuple_element_t<X, std::tuple<E1, E2, Rest...>>>,
+                                  shape_of<std::tuple_element_t<X, std::tuple<E1, E2, Rest...>>>>(
+        std::get<X>(evs).extents, uninitialized)...};
+    cpu::compute_outputs(evs, ctx, outs);
+    return outs;
+  }(std::make_index_sequence<2 + k>{}, std::make_index_sequence<sizeof...(Rest) - k>{});
 }
 
 }  // namespace symflow

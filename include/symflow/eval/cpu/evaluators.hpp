@@ -60,6 +60,7 @@ leaf_eval<typename C::value_type> materialize(C& child, Ctx& ctx, bool contiguou
   }
   T* buffer = ctx.template allocate<T>(element_count<R>(child.extents));
   run_map<T>(child, frame::of<R>(child.extents), buffer);
+  ++counters().fused_passes;
   return leaf_eval<T>::template of<R>(buffer, child.extents, row_major_strides<R>(child.extents));
 }
 
@@ -150,6 +151,29 @@ struct materialised_base {
   extents_t<R> extents{};
   leaf_eval<T> result;
   const leaf_eval<T>& as_leaf() const { return result; }
+
+  // Computes the value once per evaluation: an identical node met earlier is read instead.
+  template <class Node, class Ctx, class Compute>
+  void prepare_shared(const Node& node, Ctx& ctx, Compute&& compute) {
+    if (result.data) return;
+    if (const materialised_value* m = ctx.find_materialised(node)) {
+      result.data = static_cast<const T*>(m->data);
+      result.rank = m->rank;
+      result.extents = m->extents;
+      result.strides = m->strides;
+      ++counters().reused;
+      return;
+    }
+    T* out = ctx.template allocate<T>(element_count<R>(extents));
+    compute(out);
+    result = leaf_eval<T>::template of<R>(out, extents, row_major_strides<R>(extents));
+    materialised_value m;
+    m.data = out;
+    m.rank = result.rank;
+    m.extents = result.extents;
+    m.strides = result.strides;
+    ctx.remember(node, m);
+  }
   void bind_frame(const frame& f) { result.bind_frame(f); }
   template <class F>
   void visit_strides(F&& f) {
@@ -168,9 +192,10 @@ struct reduction_eval : materialised_base<typename Node::value_type, Node::rank>
   using T = typename Node::value_type;
   using Op = typename Node::op_type;
   C operand;
+  const Node* node;
   std::size_t reduced_count = 1;
 
-  explicit reduction_eval(C c) : operand(std::move(c)) {
+  reduction_eval(C c, const Node& n) : operand(std::move(c)), node(&n) {
     std::size_t j = 0;
     for (std::size_t i = 0; i < C::rank; ++i) {
       if (Node::mask[i]) {
@@ -197,14 +222,11 @@ struct reduction_eval : materialised_base<typename Node::value_type, Node::rank>
       }
     }
     run_reduce<Op, T>(operand, f, in_frame, out, element_count<Node::rank>(this->extents), reduced_count);
+    ++counters().reductions;
   }
   template <class Ctx>
   void prepare(Ctx& ctx) {
-    if (this->result.data) return;
-    T* out = ctx.template allocate<T>(element_count<Node::rank>(this->extents));
-    compute_into(out, ctx);
-    this->result = leaf_eval<T>::template of<Node::rank>(out, this->extents,
-                                                         row_major_strides<Node::rank>(this->extents));
+    this->prepare_shared(*node, ctx, [&](T* out) { compute_into(out, ctx); });
   }
 };
 
@@ -232,8 +254,9 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
   using T = typename Node::value_type;
   std::tuple<C...> operands;
   typename Node::op_type op;
-  kernel_eval(const Node& node, C... c) : operands(std::move(c)...), op(node.op) {
-    this->extents = std::apply([&](const auto&... o) { return op.infer_extents(describe(node), o.extents...); },
+  const Node* node;
+  kernel_eval(const Node& n, C... c) : operands(std::move(c)...), op(n.op), node(&n) {
+    this->extents = std::apply([&](const auto&... o) { return op.infer_extents(describe(n), o.extents...); },
                                operands);
   }
   template <std::size_t I, class Ctx>
@@ -252,14 +275,11 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
       const auto views = std::tuple{operand_view<I>(ctx)...};
       op.template run_cpu<T>(tensor_view<T, dyn_shape<Node::rank>>(out, this->extents), std::get<I>(views)...);
     }(std::index_sequence_for<C...>{});
+    ++counters().kernels;
   }
   template <class Ctx>
   void prepare(Ctx& ctx) {
-    if (this->result.data) return;
-    T* out = ctx.template allocate<T>(element_count<Node::rank>(this->extents));
-    compute_into(out, ctx);
-    this->result = leaf_eval<T>::template of<Node::rank>(out, this->extents,
-                                                         row_major_strides<Node::rank>(this->extents));
+    this->prepare_shared(*node, ctx, [&](T* out) { compute_into(out, ctx); });
   }
 };
 
@@ -337,7 +357,7 @@ auto make_evaluator(const E& node, Ctx& ctx) {
     return ev;
   } else if constexpr (E::kind == node_kind::reduction) {
     auto operand = make_evaluator(std::get<0>(node.args), ctx);
-    return reduction_eval<E, decltype(operand)>(std::move(operand));
+    return reduction_eval<E, decltype(operand)>(std::move(operand), node);
   } else if constexpr (E::kind == node_kind::view) {
     auto operand = make_evaluator(std::get<0>(node.args), ctx);
     return view_eval<E, decltype(operand)>(std::move(operand), node);

@@ -1,0 +1,38 @@
+#pragma once
+#include <tuple>
+#include <type_traits>
+
+#include "node.hpp"
+
+namespace symflow {
+
+// Whether two nodes of one type compute the same value: the type fixes the structure, so what is
+// left to compare is runtime data — literal values, constants' storage, op attributes. This is the
+// identity used for common-subexpression elimination.
+template <class Op>
+bool same_op(const Op& a, const Op& b) {
+  if constexpr (std::is_empty_v<Op>) return true;
+  else if constexpr (requires { a == b; }) return a == b;
+  else return false;
+}
+
+template <expression E>
+bool same_value(const E& a, const E& b) {
+  if (&a == &b) return true;
+  if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
+    return true;
+  } else if constexpr (E::kind == node_kind::constant) {
+    return a.value == b.value;
+  } else if constexpr (E::kind == node_kind::literal) {
+    if constexpr (requires { E::value; } && !requires { &E::value; }) return true;
+    else return a.value == b.value;
+  } else {
+    bool same = true;
+    if constexpr (requires { a.op; }) same = same_op(a.op, b.op);
+    return same && [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (same_value(std::get<I>(a.args), std::get<I>(b.args)) && ...);
+    }(std::make_index_sequence<std::tuple_size_v<decltype(a.args)>>{});
+  }
+}
+
+}  // namespace symflow

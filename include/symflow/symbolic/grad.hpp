@@ -39,20 +39,28 @@ auto sum_to(const G& g) {
 
 namespace detail {
 
-template <class A, class B>
+template <bool Simplify = true, class A, class B>
 auto accumulate(const A& a, const B& b) {
   if constexpr (is_no_gradient_v<A>) return b;
   else if constexpr (is_no_gradient_v<B>) return a;
-  else return simplified_add(a, b);
+  else if constexpr (Simplify) return simplified_add(a, b);
+  else return a + b;
 }
 
-template <class Acc>
+template <bool Simplify = true, class Acc>
 auto accumulate_all(const Acc& acc) {
   return acc;
 }
-template <class Acc, class X, class... Rest>
+template <bool Simplify = true, class Acc, class X, class... Rest>
 auto accumulate_all(const Acc& acc, const X& x, const Rest&... rest) {
-  return accumulate_all(accumulate(acc, x), rest...);
+  return accumulate_all<Simplify>(accumulate<Simplify>(acc, x), rest...);
+}
+
+// An adjoint that arrives broadcastable (a scalar 1, a keepdims sum) stretched to e's shape.
+template <class G, class E>
+auto full_shape(const G& g, const E& e) {
+  if constexpr (std::is_same_v<shape_of<G>, shape_of<E>>) return g;
+  else return expand_as(g, e);
 }
 
 // Bits of the axes a reduction removed (0 if it kept them), for expanding its adjoint back.
@@ -82,8 +90,18 @@ constexpr unsigned reduced_bits() {
 
 // Reverse accumulation: the adjoint g of node e flows to its operands by the op's own rule, is
 // summed back over broadcast axes, and is accumulated where the leaf is reached.
-template <class Leaf, class E, class G>
+template <class X>
+auto maybe_simplify(const X& x, std::true_type) {
+  return simplify(x);
+}
+template <class X>
+auto maybe_simplify(const X& x, std::false_type) {
+  return x;
+}
+
+template <class Leaf, bool Simplify = true, class E, class G>
 auto backprop(const E& e, const G& g) {
+  constexpr std::bool_constant<Simplify> simplifying{};
   if constexpr (is_no_gradient_v<G> || !depends_on<Leaf, E>()) {
     return no_gradient{};
   } else if constexpr (std::is_same_v<E, Leaf>) {
@@ -93,23 +111,29 @@ auto backprop(const E& e, const G& g) {
     const auto& x = std::get<0>(e.args);
     const auto adjoints = E::op_type::gradient(expanded<removed>(g), expanded<removed>(e), x,
                                                reduced_count<reduced_bits<E>(), value_type_of<E>>(x));
-    return backprop<Leaf>(x, sum_to<shape_of<decltype(x)>>(std::get<0>(adjoints)));
+    return backprop<Leaf, Simplify>(x, sum_to<shape_of<decltype(x)>>(maybe_simplify(std::get<0>(adjoints), simplifying)));
   } else if constexpr (E::kind == node_kind::view) {
     const auto& x = std::get<0>(e.args);
-    return backprop<Leaf>(x, std::get<0>(e.op.gradient(g, x)));
+    return backprop<Leaf, Simplify>(x, maybe_simplify(std::get<0>(e.op.gradient(full_shape(g, e), x)), simplifying));
   } else {
     static_assert(E::kind == node_kind::elementwise || E::kind == node_kind::kernel);
-    const auto adjoints = std::apply([&](const auto&... a) { return e.op.gradient(g, e, a...); }, e.args);
+    // Views and kernels need the adjoint in their own full shape; elementwise rules broadcast.
+    const auto adjoints = std::apply(
+        [&](const auto&... a) {
+          if constexpr (E::kind == node_kind::kernel) return e.op.gradient(full_shape(g, e), e, a...);
+          else return e.op.gradient(g, e, a...);
+        },
+        e.args);
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       auto total = no_gradient{};
-      return accumulate_all(total, [&] {
+      return accumulate_all<Simplify>(total, [&] {
         const auto& arg = std::get<I>(e.args);
         using A = std::remove_cvref_t<decltype(arg)>;
         if constexpr (depends_on<Leaf, A>()) {
           if constexpr (E::kind == node_kind::elementwise)
-            return backprop<Leaf>(arg, sum_to<shape_of<A>>(simplify(std::get<I>(adjoints))));
+            return backprop<Leaf, Simplify>(arg, sum_to<shape_of<A>>(maybe_simplify(std::get<I>(adjoints), simplifying)));
           else
-            return backprop<Leaf>(arg, simplify(std::get<I>(adjoints)));
+            return backprop<Leaf, Simplify>(arg, maybe_simplify(std::get<I>(adjoints), simplifying));
         } else {
           return no_gradient{};
         }
@@ -126,13 +150,13 @@ template <class E>
 struct differentiated_expression_is_scalar : std::bool_constant<E::rank == 0> {};
 
 // The gradient of `loss` with respect to one leaf, shaped like the leaf.
-template <class E, class Leaf>
+template <bool Simplify = true, class E, class Leaf>
 auto gradient_wrt(const E& loss, const Leaf& leaf) {
   static_assert(differentiable_leaf<Leaf>::value,
                 "symflow: grad differentiates with respect to floating-point placeholders and variables "
                 "only (leaf below)");
   using T = typename Leaf::value_type;
-  auto g = simplify(backprop<Leaf>(loss, one<value_type_of<E>>{}));
+  auto g = maybe_simplify(backprop<Leaf, Simplify>(loss, one<value_type_of<E>>{}), std::bool_constant<Simplify>{});
   if constexpr (is_no_gradient_v<decltype(g)>) {
     return expand_as(zero<T>{}, leaf);
   } else if constexpr (!std::is_same_v<shape_of<decltype(g)>, shape_of<Leaf>>) {
@@ -152,6 +176,16 @@ auto grad(const E& loss, const Leaves&... leaves) {
   name_scope s("grad");
   if constexpr (sizeof...(Leaves) == 1) return detail::gradient_wrt(loss, leaves...);
   else return std::tuple{detail::gradient_wrt(loss, leaves)...};
+}
+
+// grad without any simplification (to measure what simplification saves).
+template <expression E, expression... Leaves>
+auto grad_unsimplified(const E& loss, const Leaves&... leaves) {
+  static_assert(detail::differentiated_expression_is_scalar<E>::value,
+                "symflow: grad differentiates a scalar (rank-0) expression; reduce it first, e.g. sum(e)");
+  name_scope s("grad");
+  if constexpr (sizeof...(Leaves) == 1) return detail::gradient_wrt<false>(loss, leaves...);
+  else return std::tuple{detail::gradient_wrt<false>(loss, leaves)...};
 }
 
 }  // namespace symflow

@@ -25,6 +25,16 @@ std::string describe(const E& e) {
   return std::string(E::op_name) + " '" + e.info.scoped_name(own) + "' (" + e.info.location_string() + ")";
 }
 
+// describe(node), deferred: shape rules receive it and format it only when they throw, so a
+// successful evaluation builds no strings (and allocates nothing for them).
+template <expression E>
+struct node_description {
+  const E* node;
+  operator std::string() const { return describe(*node); }
+  friend std::string operator+(const node_description& d, const char* text) { return std::string(d) + text; }
+  friend std::string operator+(const node_description& d, const std::string& text) { return std::string(d) + text; }
+};
+
 // A node that re-describes its operand's memory (transpose, reshape, slice): no arithmetic. Op
 // supplies the static shape rule, the runtime extents rule and the layout mapping.
 template <class Op, expression A>

@@ -39,7 +39,7 @@ struct concat_op {
   using result_shape = shape_from_array_t<result_extents<S0, S...>()>;
 
   template <std::size_t R, class... E>
-  static extents_t<R> infer_extents(const std::string& who, const extents_t<R>& first, const E&... rest) {
+  static extents_t<R> infer_extents(const auto& who, const extents_t<R>& first, const E&... rest) {
     extents_t<R> out = first;
     auto join = [&](const extents_t<R>& e) {
       for (std::size_t i = 0; i < R; ++i)

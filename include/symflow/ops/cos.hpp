@@ -8,6 +8,8 @@ namespace symflow {
 namespace ops {
 struct cos_op : floating_result {
   static constexpr std::string_view name = "cos";
+  // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
+  static constexpr bool costly = true;
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     return std::cos(x);

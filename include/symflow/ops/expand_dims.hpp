@@ -26,7 +26,7 @@ struct expand_dims_op {
   }()>;
 
   template <std::size_t R>
-  static extents_t<R + added> infer_extents(const std::string&, const extents_t<R>& in) {
+  static extents_t<R + added> infer_extents(const auto&, const extents_t<R>& in) {
     extents_t<R + added> out{};
     for (std::size_t i = 0, j = 0; i < out.size(); ++i) out[i] = ((Bits >> i) & 1u) ? 1 : in[j++];
     return out;

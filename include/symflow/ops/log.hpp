@@ -10,6 +10,8 @@ namespace ops {
 struct exp_op;
 struct log_op : floating_result {
   static constexpr std::string_view name = "log";
+  // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
+  static constexpr bool costly = true;
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     return std::log(x);

@@ -53,7 +53,7 @@ struct matmul_op {
   using result_shape = shape_from_array_t<result_extents<SA, SB>()>;
 
   template <std::size_t RA, std::size_t RB>
-  static auto infer_extents(const std::string& who, const extents_t<RA>& a, const extents_t<RB>& b) {
+  static auto infer_extents(const auto& who, const extents_t<RA>& a, const extents_t<RB>& b) {
     auto fail = [&] {
       throw shape_error(who + ": cannot multiply " + format_extents(a) + " by " + format_extents(b));
     };

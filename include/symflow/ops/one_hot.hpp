@@ -27,7 +27,7 @@ struct one_hot_op {
   }()>;
 
   template <std::size_t R>
-  static extents_t<R + 1> infer_extents(const std::string&, const extents_t<R>& in) {
+  static extents_t<R + 1> infer_extents(const auto&, const extents_t<R>& in) {
     extents_t<R + 1> out{};
     std::copy(in.begin(), in.end(), out.begin());
     out[R] = Depth;

@@ -8,6 +8,7 @@ namespace symflow {
 namespace ops {
 struct pow_op : floating_result {
   static constexpr std::string_view name = "pow";
+  static constexpr bool costly = true;
   template <class T>
   SYMFLOW_HD static auto apply(T a, T b) {
     return std::pow(a, b);

@@ -23,7 +23,7 @@ struct reduced_count_op {
   using result_shape = shape<>;
 
   template <std::size_t R>
-  static extents_t<0> infer_extents(const std::string&, const extents_t<R>&) {
+  static extents_t<0> infer_extents(const auto&, const extents_t<R>&) {
     return {};
   }
   template <class T, class Out, class X>

@@ -31,7 +31,7 @@ struct reshape_op {
   using result_shape = Target;
 
   template <std::size_t R>
-  static extents_t<Target::rank> infer_extents(const std::string& who, const extents_t<R>& in) {
+  static extents_t<Target::rank> infer_extents(const auto& who, const extents_t<R>& in) {
     const std::size_t count = element_count<R>(in);
     extents_t<Target::rank> out = Target::extents;
     std::size_t known = 1, hole = Target::rank;
@@ -55,7 +55,7 @@ struct reshape_op {
   template <std::size_t R>
   static layout<Target::rank> apply(const layout<R>& in) {
     layout<Target::rank> out;
-    out.extents = infer_extents<R>("reshape", in.extents);
+    out.extents = infer_extents<R>(std::string("reshape"), in.extents);
     out.strides = row_major_strides<Target::rank>(out.extents);
     out.offset = in.offset;
     return out;

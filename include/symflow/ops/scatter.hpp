@@ -26,7 +26,7 @@ struct scatter_op {
   using result_shape = SB;
 
   template <std::size_t R>
-  extents_t<R> infer_extents(const std::string& who, const extents_t<R>& part, const extents_t<R>& like) const {
+  extents_t<R> infer_extents(const auto& who, const extents_t<R>& part, const extents_t<R>& like) const {
     bool ok = end <= like[Axis] && part[Axis] == end - begin;
     for (std::size_t i = 0; i < R; ++i) ok = ok && (i == Axis || part[i] == like[i]);
     if (!ok)

@@ -22,7 +22,7 @@ struct slice_op {
   }()>;
 
   template <std::size_t R>
-  extents_t<R> infer_extents(const std::string& who, const extents_t<R>& in) const {
+  extents_t<R> infer_extents(const auto& who, const extents_t<R>& in) const {
     if (begin > end || end > in[Axis])
       throw shape_error(who + ": [" + std::to_string(begin) + ", " + std::to_string(end) + ") along axis " +
                         std::to_string(Axis) + " is outside an operand of shape " + format_extents(in));

@@ -28,7 +28,7 @@ struct permute_op {
   using result_shape = shape<S::extents[Perm]...>;
 
   template <std::size_t R>
-  static extents_t<R> infer_extents(const std::string&, const extents_t<R>& e) {
+  static extents_t<R> infer_extents(const auto&, const extents_t<R>& e) {
     return {e[Perm]...};
   }
   template <class G, class X>

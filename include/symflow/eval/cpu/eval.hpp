@@ -52,6 +52,31 @@ constexpr std::size_t leading_expressions() {
 }
 }  // namespace detail
 
+// eval_into(std::tie(L, dW, db), loss, dW_expr, db_expr, feeds...): several outputs into reused
+// tensors (each reallocated only when its extents change).
+template <class... Out, expression E1, class... Rest>
+void eval_into(std::tuple<Out&...> outs, const E1& e1, const Rest&... rest) {
+  constexpr std::size_t k = 1 + detail::leading_expressions<Rest...>();
+  static_assert(k == sizeof...(Out), "symflow: eval_into needs one output tensor per expression");
+  const auto args = std::tie(e1, rest...);
+  using all = std::tuple<E1, Rest...>;
+  [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
+    cpu::eval_context<std::remove_cvref_t<std::tuple_element_t<k + S, all>>...> ctx(std::get<k + S>(args)...);
+    auto evs = std::tuple{cpu::make_evaluator(std::get<X>(args), ctx)...};
+    (
+        [&] {
+          auto& out = std::get<X>(outs);
+          static_assert(std::is_same_v<std::remove_cvref_t<decltype(out)>,
+                                       tensor<value_type_of<std::tuple_element_t<X, all>>, shape_of<std::tuple_element_t<X, all>>>>,
+                        "symflow: an output tensor's dtype or shape type does not match its expression");
+          if (out.extents() != std::get<X>(evs).extents || out.data() == nullptr)
+            out = std::remove_cvref_t<decltype(out)>(std::get<X>(evs).extents, uninitialized);
+        }(),
+        ...);
+    cpu::compute_outputs(evs, ctx, outs);
+  }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Rest) + 1 - k>{});
+}
+
 // eval(loss, dW, db, feeds...): several outputs in one evaluation, returned as a tuple. Work they
 // share is done once; elementwise outputs and full reductions over the same frame run in one pass.
 template <expression E1, expression E2, class... Rest>

@@ -6,6 +6,7 @@
 #include "../../expr/broadcast.hpp"
 #include "../../expr/elementwise.hpp"
 #include "../../expr/reduction.hpp"
+#include "../../expr/rewrite.hpp"
 #include "../../expr/structural.hpp"
 #include "context.hpp"
 #include "fused_loop.hpp"
@@ -142,6 +143,50 @@ struct elementwise_eval {
   }
 };
 
+// Within one fused loop a subexpression whose value its type alone fixes (placeholders, variables,
+// compile-time literals) has one value per element, wherever it occurs: the loss and each gradient
+// of a model repeat exp(z) several times. Costly ones are computed once per element and read back
+// by their repeats from a per-thread slot keyed by the type; set_row empties the slot.
+template <class Node, class Inner>
+struct reused_eval : Inner {
+  using T = typename Inner::value_type;
+  struct slot {
+    std::size_t packet_at = std::size_t(-1), scalar_at = std::size_t(-1);
+    std::conditional_t<Inner::vectorizable, simd::packet_t<T>, T> packet{};
+    T scalar{};
+  };
+  static slot& cache() {
+    thread_local slot s;
+    return s;
+  }
+  explicit reused_eval(Inner inner) : Inner(std::move(inner)) {}
+  SYMFLOW_INLINE void set_row(const frame& f, const row_cursor& c) {
+    Inner::set_row(f, c);
+    slot& s = cache();
+    s.packet_at = s.scalar_at = std::size_t(-1);
+  }
+  SYMFLOW_INLINE T scalar(std::size_t j) const {
+    slot& s = cache();
+    if (s.scalar_at != j) {
+      s.scalar = Inner::scalar(j);
+      s.scalar_at = j;
+    }
+    return s.scalar;
+  }
+  template <class P>
+  SYMFLOW_INLINE P packet(std::size_t j) const {
+    slot& s = cache();
+    if (s.packet_at != j) {
+      s.packet = Inner::template packet<P>(j);
+      s.packet_at = j;
+    }
+    return s.packet;
+  }
+};
+
+template <class Op>
+inline constexpr bool is_costly_op_v = requires { Op::costly; };
+
 // Shared by evaluators whose value is materialised: after prepare() they read as a leaf.
 template <class T, std::size_t R>
 struct materialised_base {
@@ -236,7 +281,7 @@ struct view_eval : materialised_base<typename Node::value_type, Node::rank> {
   C operand;
   typename Node::op_type op;
   view_eval(C c, const Node& node) : operand(std::move(c)), op(node.op) {
-    this->extents = op.infer_extents(describe(node), operand.extents);
+    this->extents = op.infer_extents(node_description<Node>{&node}, operand.extents);
   }
   template <class Ctx>
   void prepare(Ctx& ctx) {
@@ -256,7 +301,7 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
   typename Node::op_type op;
   const Node* node;
   kernel_eval(const Node& n, C... c) : operands(std::move(c)...), op(n.op), node(&n) {
-    this->extents = std::apply([&](const auto&... o) { return op.infer_extents(describe(n), o.extents...); },
+    this->extents = std::apply([&](const auto&... o) { return op.infer_extents(node_description<Node>{&n}, o.extents...); },
                                operands);
   }
   template <std::size_t I, class Ctx>
@@ -354,7 +399,10 @@ auto make_evaluator(const E& node, Ctx& ctx) {
           }
         },
         ev.children);
-    return ev;
+    if constexpr (is_costly_op_v<typename E::op_type> && is_type_determined<E>())
+      return reused_eval<E, decltype(ev)>(std::move(ev));
+    else
+      return ev;
   } else if constexpr (E::kind == node_kind::reduction) {
     auto operand = make_evaluator(std::get<0>(node.args), ctx);
     return reduction_eval<E, decltype(operand)>(std::move(operand), node);

@@ -25,6 +25,8 @@ template <class Ev>
 inline constexpr bool is_elementwise_eval_v = false;
 template <class Op, class T, std::size_t R, class... C>
 inline constexpr bool is_elementwise_eval_v<elementwise_eval<Op, T, R, C...>> = true;
+template <class Node, class Inner>
+inline constexpr bool is_elementwise_eval_v<reused_eval<Node, Inner>> = true;
 
 // Outputs that can join a one-pass group.
 template <class Ev>

@@ -24,27 +24,71 @@ inline print_settings& print_options() {
 namespace detail {
 
 template <class T>
-std::string format_element(T value, bool scientific, int precision) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return value ? "True" : "False";
-  } else if constexpr (std::is_integral_v<T>) {
-    return std::to_string(value);
-  } else {
-    if (std::isnan(value)) return "nan";
-    if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, scientific ? "%.*e" : "%.*f", precision, static_cast<double>(value));
-    std::string s = buf;
-    if (!scientific) {  // numpy trims trailing zeros but keeps the point: 1.5000 -> 1.5, 2.0000 -> 2.
-      auto dot = s.find('.');
-      if (dot != std::string::npos) {
-        auto last = s.find_last_not_of('0');
-        s.erase(std::max(last, dot) + 1);
-      }
-    }
-    return s;
-  }
+std::string format_element(T value) {
+  if constexpr (std::is_same_v<T, bool>) return value ? "True" : "False";
+  else return std::to_string(value);
 }
+
+// How numpy lays out floating-point elements (floatmode "maxprec", sign "-"): fixed notation with
+// at most `precision` digits after the point, trailing zeros trimmed ("2.", "1.5"), the integer parts
+// right-aligned and the fractions left-aligned on the point ("[1.5  2.   3.25]"); scientific
+// notation when a non-zero magnitude is >= 1e8 or < 1e-4, or the largest over the smallest exceeds
+// 1000, with every mantissa given the same number of digits ("[1.0e-05 1.5e+00]").
+struct float_layout {
+  bool scientific = false;
+  int precision = 4;
+  std::size_t exp_digits = 2;  // scientific: exponent digits, the same for all
+  std::size_t pad_left = 0;    // characters before the point
+  std::size_t pad_right = 0;   // fixed: characters after the point
+
+  // "%.*f" with trailing zeros dropped (keeping the point), or "%.*e" with the mantissa so trimmed.
+  static std::string trimmed(double v, bool scientific, int precision) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, scientific ? "%#.*e" : "%#.*f", precision, v);
+    std::string s = buf;
+    const auto e = scientific ? s.find('e') : s.size();
+    std::string mantissa = s.substr(0, e);
+    const auto last = mantissa.find_last_not_of('0');
+    mantissa.erase(std::max(last, mantissa.find('.')) + 1);
+    return mantissa + s.substr(e);
+  }
+  // Splits "m.ffe+xx" into the part before the point, the fraction and the exponent digits.
+  static void split(const std::string& s, std::string& whole, std::string& frac, std::string& exp) {
+    const auto dot = s.find('.');
+    const auto e = s.find('e');
+    whole = s.substr(0, dot);
+    frac = s.substr(dot + 1, (e == std::string::npos ? s.size() : e) - dot - 1);
+    exp = e == std::string::npos ? "" : s.substr(e + 2);
+  }
+
+  template <class T>
+  void observe(T x) {  // first pass over the finite values: sizes
+    if (!std::isfinite(x)) return;
+    std::string whole, frac, exp;
+    split(trimmed(double(x), scientific, precision), whole, frac, exp);
+    pad_left = std::max(pad_left, whole.size());
+    pad_right = std::max(pad_right, frac.size());
+    exp_digits = std::max(exp_digits, exp.size());
+  }
+  template <class T>
+  std::string format(T x) const {
+    if (std::isnan(x)) return "nan";
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    std::string whole, frac, exp;
+    if (scientific) {
+      char buf[512];
+      std::snprintf(buf, sizeof buf, "%#.*e", int(pad_right), double(x));
+      const std::string s = buf;
+      split(s, whole, frac, exp);
+      exp.insert(0, exp_digits - std::min(exp_digits, exp.size()), '0');
+      exp.insert(0, 1, s[s.find('e') + 1]);
+      return std::string(pad_left - std::min(pad_left, whole.size()), ' ') + whole + "." + frac + "e" + exp;
+    }
+    split(trimmed(double(x), false, precision), whole, frac, exp);
+    return std::string(pad_left - std::min(pad_left, whole.size()), ' ') + whole + "." + frac +
+           std::string(pad_right - std::min(pad_right, frac.size()), ' ');
+  }
+};
 
 template <class T, class S>
 class tensor_printer {
@@ -61,14 +105,16 @@ class tensor_printer {
           min_abs = std::min(min_abs, std::abs(double(x)));
         }
       });
-      scientific_ = max_abs >= 1e8 || (min_abs < 1e-4 && max_abs > 0);
+      float_.precision = opt_.precision;
+      float_.scientific = max_abs > 0 && (max_abs >= 1e8 || min_abs < 1e-4 || max_abs / min_abs > 1000);
+      visit_kept([&](T x) { float_.observe(x); });
     }
-    visit_kept([&](T x) { width_ = std::max(width_, format_element(x, scientific_, opt_.precision).size()); });
+    visit_kept([&](T x) { width_ = std::max(width_, element(x).size()); });
   }
 
   void print(std::ostream& os) const {
     if constexpr (rank == 0) {
-      os << format_element(v_.data()[0], scientific_, opt_.precision);
+      os << element(v_.data()[0]);
     } else {
       extents_t<rank> idx{};
       print_axis(os, idx, 0);
@@ -76,6 +122,11 @@ class tensor_printer {
   }
 
  private:
+  std::string element(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return float_.format(x);
+    else return format_element(x);
+  }
+
   std::vector<std::size_t> kept_indices(std::size_t axis) const {
     std::vector<std::size_t> out;
     std::size_t n = v_.extent(axis);
@@ -128,7 +179,7 @@ class tensor_printer {
       }
       idx[axis] = i;
       if (axis + 1 == rank) {
-        std::string s = format_element(at(idx), scientific_, opt_.precision);
+        std::string s = element(at(idx));
         os << std::string(width_ - s.size(), ' ') << s;
       } else {
         print_axis(os, idx, axis + 1);
@@ -140,7 +191,7 @@ class tensor_printer {
   tensor_view<const T, S> v_;
   print_settings opt_;
   bool summarise_ = false;
-  bool scientific_ = false;
+  float_layout float_;
   std::size_t width_ = 0;
 };
 

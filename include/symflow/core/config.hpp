@@ -7,7 +7,7 @@
 #define SYMFLOW_HD
 #endif
 
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(SYMFLOW_NO_FORCE_INLINE)
 #define SYMFLOW_INLINE inline __attribute__((always_inline))
 #else
 #define SYMFLOW_INLINE inline

@@ -63,7 +63,15 @@ struct leaf_eval {
     namespace pm = simd::pm;
     if (inner_stride == 1) return pm::ploadu<P>(row + j);
     if (inner_stride == 0) return pm::pset1<P>(*row);
-    return pm::pgather<T, P>(row + j * inner_stride, Eigen::Index(inner_stride));
+    return gather<P>(row + j * inner_stride, inner_stride);
+  }
+
+ private:
+  // Strided reads are the rare case (a transposed operand); kept out of line so that every fused
+  // loop does not carry an inlined 16-load gather per leaf (it dominated compile time and code size).
+  template <class P>
+  [[gnu::noinline, gnu::cold]] static P gather(const T* from, std::size_t stride) {
+    return simd::pm::pgather<T, P>(from, Eigen::Index(stride));
   }
 };
 

@@ -18,7 +18,12 @@ struct exp_op : floating_result {
   }
   template <class P>
   static P packet(const P& x) {
-    return simd::pm::pexp(x);
+    // Eigen 3.4's double pexp clamps its argument and never reaches 0 (exp(-2000) gave 5.6e-309).
+    if constexpr (std::is_same_v<typename simd::pm::unpacket_traits<P>::type, double>)
+      return simd::pm::pselect(simd::pm::pcmp_lt(x, simd::pm::pset1<P>(-745.2)), simd::pm::pzero(x),
+                               simd::pm::pexp(x));
+    else
+      return simd::pm::pexp(x);
   }
   // exp(log x) -> x only where x is known to be >= 0 (elsewhere exp(log x) is NaN, not x);
   // exp(0) -> 1.

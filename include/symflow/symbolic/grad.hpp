@@ -142,12 +142,17 @@ auto backprop(const E& e, const G& g) {
   }
 }
 
+// Conditions of grad's static_asserts; their template arguments (the leaf, the expression) are
+// what the compiler prints after the message.
 template <class Leaf>
-struct differentiable_leaf
-    : std::bool_constant<(Leaf::kind == node_kind::placeholder || Leaf::kind == node_kind::variable) &&
-                         std::is_floating_point_v<typename Leaf::value_type>> {};
+struct differentiable_leaf {
+  static constexpr bool value = (Leaf::kind == node_kind::placeholder || Leaf::kind == node_kind::variable) &&
+                                std::is_floating_point_v<typename Leaf::value_type>;
+};
 template <class E>
-struct differentiated_expression_is_scalar : std::bool_constant<E::rank == 0> {};
+struct differentiated_expression_is_scalar {
+  static constexpr bool value = E::rank == 0;
+};
 
 // The gradient of `loss` with respect to one leaf, shaped like the leaf.
 template <bool Simplify = true, class E, class Leaf>

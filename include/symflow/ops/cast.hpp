@@ -6,6 +6,11 @@ namespace ops {
 template <class To>
 struct cast_op {
   static constexpr std::string_view name = "cast";
+  // Attributes for the graph value (graph/).
+  template <class V>
+  static void visit_attributes(V&& v) {
+    v("to", dtype_v<To>);
+  }
   // The same op producing dtype U where it produces a floating dtype (used to re-type a graph).
   template <class U>
   using with_float_dtype = std::conditional_t<std::is_floating_point_v<To>, cast_op<U>, cast_op>;

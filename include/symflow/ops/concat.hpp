@@ -13,6 +13,11 @@ template <std::size_t Axis>
 struct concat_op {
   static constexpr std::string_view name = "concat";
   static constexpr bool contiguous_operands = true;
+  // Attributes for the graph value (graph/).
+  template <class V>
+  static void visit_attributes(V&& v) {
+    v("axis", Axis);
+  }
   template <class T, class... Rest>
   using result_type = T;
 

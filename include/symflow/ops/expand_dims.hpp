@@ -15,6 +15,17 @@ struct expand_dims_op {
   static constexpr std::string_view name = "expand_dims";
   static constexpr bool contiguous_operand = false;
   static constexpr std::size_t added = std::popcount(Bits);
+  // Attributes for the graph value (graph/): the positions of the inserted unit axes.
+  static constexpr auto axes_list = [] {
+    std::array<std::size_t, std::popcount(Bits)> out{};
+    for (std::size_t i = 0, j = 0; i < 32; ++i)
+      if ((Bits >> i) & 1u) out[j++] = i;
+    return out;
+  }();
+  template <class V>
+  static void visit_attributes(V&& v) {
+    v("axes", axes_list);
+  }
 
   template <class S>
   static constexpr bool shapes_ok = (S::rank + added <= 8) && (Bits >> (S::rank + added)) == 0;

@@ -11,6 +11,12 @@ namespace ops {
 template <std::size_t Depth, class To>
 struct one_hot_op {
   static constexpr std::string_view name = "one_hot";
+  // Attributes for the graph value (graph/).
+  template <class V>
+  static void visit_attributes(V&& v) {
+    v("depth", Depth);
+    v("to", dtype_v<To>);
+  }
   template <class U>
   using with_float_dtype = std::conditional_t<std::is_floating_point_v<To>, one_hot_op<Depth, U>, one_hot_op>;
   static constexpr bool contiguous_operands = true;

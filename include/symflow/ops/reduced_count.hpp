@@ -1,4 +1,6 @@
 #pragma once
+#include <bit>
+
 #include "../expr/structural.hpp"
 
 namespace symflow {
@@ -10,6 +12,18 @@ namespace ops {
 template <unsigned Bits, class To>
 struct reduced_count_op {
   static constexpr std::string_view name = "reduced_count";
+  // Attributes for the graph value (graph/): the counted axes and the result dtype.
+  static constexpr auto axes_list = [] {
+    std::array<std::size_t, std::popcount(Bits)> out{};
+    for (std::size_t i = 0, j = 0; i < 32; ++i)
+      if ((Bits >> i) & 1u) out[j++] = i;
+    return out;
+  }();
+  template <class V>
+  static void visit_attributes(V&& v) {
+    v("axes", axes_list);
+    v("to", dtype_v<To>);
+  }
   template <class U>
   using with_float_dtype = std::conditional_t<std::is_floating_point_v<To>, reduced_count_op<Bits, U>, reduced_count_op>;
   static constexpr bool contiguous_operands = false;

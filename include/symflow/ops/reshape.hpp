@@ -10,6 +10,11 @@ template <shape_spec Target>
 struct reshape_op {
   static constexpr std::string_view name = "reshape";
   static constexpr bool contiguous_operand = true;
+  // Attributes for the graph value (graph/): the target extents, dyn where inferred.
+  template <class V>
+  static void visit_attributes(V&& v) {
+    v("shape", Target::extents);
+  }
 
   static consteval std::size_t dyn_count() {
     std::size_t n = 0;

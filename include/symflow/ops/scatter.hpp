@@ -16,6 +16,13 @@ struct scatter_op {
   static constexpr bool contiguous_operands = true;
   std::size_t begin = 0, end = 0;
   bool operator==(const scatter_op&) const = default;
+  // Attributes for the graph value (graph/): visited in this order, under these keys.
+  template <class V>
+  void visit_attributes(V&& v) const {
+    v("axis", Axis);
+    v("begin", begin);
+    v("end", end);
+  }
   template <class A, class B>
   using result_type = A;
   template <std::size_t I>

@@ -11,6 +11,13 @@ struct slice_op {
   static constexpr bool contiguous_operand = false;
   std::size_t begin = 0, end = 0;
   bool operator==(const slice_op&) const = default;
+  // Attributes for the graph value (graph/): visited in this order, under these keys.
+  template <class V>
+  void visit_attributes(V&& v) const {
+    v("axis", Axis);
+    v("begin", begin);
+    v("end", end);
+  }
 
   template <class S>
   static constexpr bool shapes_ok = Axis < S::rank;

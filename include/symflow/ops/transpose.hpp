@@ -10,6 +10,11 @@ struct permute_op {
   static constexpr std::string_view name = "transpose";
   static constexpr bool contiguous_operand = false;
   static constexpr std::array<std::size_t, sizeof...(Perm)> perm{Perm...};
+  // Attributes for the graph value (graph/).
+  template <class V>
+  static void visit_attributes(V&& v) {
+    v("perm", perm);
+  }
 
   template <class S>
   static constexpr bool shapes_ok = [] {

@@ -1,0 +1,374 @@
+#pragma once
+// The JSON form of a graph value: human-readable, versioned ("format": "symflow.graph",
+// "version": 1), keys in a fixed order, one entry per line. Needs nlohmann-json 3 (Debian:
+// nlohmann-json3-dev; CMake: find_package(nlohmann_json 3 REQUIRED), link nlohmann_json::nlohmann_json).
+//
+// Floating-point numbers are written with enough digits to read back exactly (float elements as the
+// double of equal value); NaN and infinities as the strings "nan", "inf", "-inf".
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "binary.hpp"
+#include "graph.hpp"
+#include "validate.hpp"
+
+namespace symflow {
+
+inline constexpr std::string_view graph_json_format = "symflow.graph";
+inline constexpr int graph_json_version = 1;
+
+namespace detail {
+using ojson = nlohmann::ordered_json;
+
+inline ojson json_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+inline ojson json_tensor_values(const graph_tensor& t) {
+  ojson values = ojson::array();
+  const std::size_t n = t.bytes.size() / dtype_size(t.type);
+  const unsigned char* p = t.bytes.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (t.type) {
+      case dtype::f32: { float v; std::memcpy(&v, p + 4 * i, 4); values.push_back(json_number(v)); break; }
+      case dtype::f64: { double v; std::memcpy(&v, p + 8 * i, 8); values.push_back(json_number(v)); break; }
+      case dtype::i32: { std::int32_t v; std::memcpy(&v, p + 4 * i, 4); values.push_back(v); break; }
+      case dtype::i64: { std::int64_t v; std::memcpy(&v, p + 8 * i, 8); values.push_back(v); break; }
+      case dtype::boolean: values.push_back(p[i] != 0); break;
+    }
+  }
+  return values;
+}
+
+inline ojson json_tensor(const graph_tensor& t) {
+  ojson o = ojson::object();
+  o["shape"] = t.extents;
+  o["values"] = json_tensor_values(t);
+  return o;
+}
+
+inline ojson json_attribute(const attribute_value& v) {
+  return std::visit(
+      [](const auto& x) -> ojson {
+        using V = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<V, double>) return json_number(x);
+        else return x;
+      },
+      v);
+}
+
+// Reading: every accessor names the JSON pointer of what it reads.
+class json_reader {
+ public:
+  [[noreturn]] static void fail(const std::string& path, const std::string& what) {
+    throw graph_error("graph JSON: " + (path.empty() ? std::string("/") : path) + ": " + what);
+  }
+  static const ojson& field(const ojson& obj, const std::string& path, const char* key) {
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(path, std::string("missing key \"") + key + "\"");
+    return *it;
+  }
+  static void only_keys(const ojson& obj, const std::string& path, std::initializer_list<std::string_view> keys) {
+    if (!obj.is_object()) fail(path, "expected an object");
+    for (const auto& [k, v] : obj.items()) {
+      bool known = false;
+      for (auto key : keys) known = known || key == k;
+      if (!known) fail(path, "unknown key \"" + k + "\"");
+    }
+  }
+  static const ojson& array(const ojson& obj, const std::string& path, const char* key) {
+    const ojson& a = field(obj, path, key);
+    if (!a.is_array()) fail(path + "/" + key, "expected an array");
+    return a;
+  }
+  static std::string string(const ojson& obj, const std::string& path, const char* key) {
+    const ojson& s = field(obj, path, key);
+    if (!s.is_string()) fail(path + "/" + key, "expected a string");
+    return s.get<std::string>();
+  }
+  static std::int64_t integer(const ojson& v, const std::string& path, std::int64_t lo, std::int64_t hi) {
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(hi)) fail(path, "integer " + std::to_string(u) + " is out of range");
+      return static_cast<std::int64_t>(u);
+    }
+    if (!v.is_number_integer()) fail(path, "expected an integer");
+    const auto x = v.get<std::int64_t>();
+    if (x < lo || x > hi) fail(path, "integer " + std::to_string(x) + " is out of range");
+    return x;
+  }
+  static std::int64_t integer(const ojson& obj, const std::string& path, const char* key, std::int64_t lo,
+                              std::int64_t hi) {
+    return integer(field(obj, path, key), path + "/" + key, lo, hi);
+  }
+  static std::uint32_t id(const ojson& v, const std::string& path) {
+    return static_cast<std::uint32_t>(integer(v, path, 0, std::numeric_limits<std::uint32_t>::max()));
+  }
+  static dtype type_code(const ojson& obj, const std::string& path) {
+    const std::string s = string(obj, path, "dtype");
+    const auto d = dtype_from_name(s);
+    if (!d) fail(path + "/dtype", "unknown dtype \"" + s + "\"");
+    return *d;
+  }
+  static std::vector<std::int64_t> extents(const ojson& obj, const std::string& path, const char* key) {
+    const ojson& a = array(obj, path, key);
+    if (a.size() > graph_max_rank)
+      fail(path + "/" + key, "rank " + std::to_string(a.size()) + " exceeds the maximum of " + std::to_string(graph_max_rank));
+    std::vector<std::int64_t> out;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      out.push_back(integer(a[i], path + "/" + key + "/" + std::to_string(i), -1, std::numeric_limits<std::int64_t>::max()));
+    return out;
+  }
+  static graph_type type(const ojson& obj, const std::string& path) {
+    return {type_code(obj, path), extents(obj, path, "shape")};
+  }
+  static graph_location location(const ojson& obj, const std::string& path) {
+    return {string(obj, path, "file"),
+            static_cast<std::uint32_t>(integer(obj, path, "line", 0, std::numeric_limits<std::uint32_t>::max()))};
+  }
+  static double floating(const ojson& v, const std::string& path) {
+    if (v.is_string()) {
+      const auto& s = v.get_ref<const std::string&>();
+      if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+      if (s == "inf") return std::numeric_limits<double>::infinity();
+      if (s == "-inf") return -std::numeric_limits<double>::infinity();
+      fail(path, "expected a number, \"nan\", \"inf\" or \"-inf\"");
+    }
+    if (!v.is_number()) fail(path, "expected a number");
+    return v.get<double>();
+  }
+  static graph_tensor tensor(const ojson& obj, const std::string& path, dtype type) {
+    only_keys(obj, path, {"shape", "values"});
+    graph_tensor t;
+    t.type = type;
+    t.extents = extents(obj, path, "shape");
+    const std::uint64_t n = checked_element_count("graph JSON", path, t.extents, false);
+    const ojson& values = array(obj, path, "values");
+    if (values.size() != n)
+      fail(path + "/values", std::to_string(values.size()) + " values for shape " + graph_shape_string(t.extents) +
+                                 " (" + std::to_string(n) + " expected)");
+    t.bytes.resize(n * dtype_size(type));
+    unsigned char* p = t.bytes.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string at = path + "/values/" + std::to_string(i);
+      switch (type) {
+        case dtype::f32: {
+          const double d = floating(values[i], at);
+          if (std::isfinite(d) && std::fabs(d) > std::numeric_limits<float>::max()) fail(at, "out of range for f32");
+          const float v = static_cast<float>(d);
+          std::memcpy(p + 4 * i, &v, 4);
+          break;
+        }
+        case dtype::f64: { const double v = floating(values[i], at); std::memcpy(p + 8 * i, &v, 8); break; }
+        case dtype::i32: {
+          const auto v = static_cast<std::int32_t>(integer(values[i], at, std::numeric_limits<std::int32_t>::min(),
+                                                           std::numeric_limits<std::int32_t>::max()));
+          std::memcpy(p + 4 * i, &v, 4);
+          break;
+        }
+        case dtype::i64: {
+          const std::int64_t v = integer(values[i], at, std::numeric_limits<std::int64_t>::min(),
+                                         std::numeric_limits<std::int64_t>::max());
+          std::memcpy(p + 8 * i, &v, 8);
+          break;
+        }
+        case dtype::boolean:
+          if (!values[i].is_boolean()) fail(at, "expected true or false");
+          p[i] = values[i].get<bool>() ? 1 : 0;
+          break;
+      }
+    }
+    return t;
+  }
+  static attribute_value attribute(const ojson& v, const std::string& path) {
+    if (v.is_boolean()) return v.get<bool>();
+    if (v.is_number_integer()) return integer(v, path, std::numeric_limits<std::int64_t>::min(),
+                                              std::numeric_limits<std::int64_t>::max());
+    if (v.is_number_float()) return v.get<double>();
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_array()) {
+      std::vector<std::int64_t> out;
+      for (std::size_t i = 0; i < v.size(); ++i)
+        out.push_back(integer(v[i], path + "/" + std::to_string(i), std::numeric_limits<std::int64_t>::min(),
+                              std::numeric_limits<std::int64_t>::max()));
+      return out;
+    }
+    fail(path, "an attribute is a boolean, number, string or list of integers");
+  }
+};
+}  // namespace detail
+
+namespace detail {
+inline std::string save_graph_json_unchecked(const graph& g, graph_save_options options) {
+  using detail::ojson;
+  std::uint32_t id = 0;
+  auto leaf = [&](const graph_leaf& l, bool parameter) {
+    ojson o = ojson::object();
+    o["id"] = id++;
+    o["name"] = l.name;
+    o["scope"] = l.scope;
+    o["dtype"] = dtype_name(l.type.type);
+    o["shape"] = l.type.shape;
+    o["file"] = l.where.file;
+    o["line"] = l.where.line;
+    if (parameter && options.embed_parameters && l.value) o["value"] = detail::json_tensor(*l.value);
+    return o;
+  };
+  std::string out = "{\n  \"format\": \"" + std::string(graph_json_format) + "\",\n  \"version\": " +
+                    std::to_string(graph_json_version) + ",\n";
+  auto list = [&](const char* key, const auto& items, auto&& to_json, bool last = false) {
+    out += std::string("  \"") + key + "\": [";
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ",\n    " : "\n    ") + to_json(items[i]).dump();
+    out += items.empty() ? "]" : "\n  ]";
+    out += last ? "\n" : ",\n";
+  };
+  list("inputs", g.inputs, [&](const graph_leaf& l) { return leaf(l, false); });
+  list("parameters", g.parameters, [&](const graph_leaf& l) { return leaf(l, true); });
+  list("constants", g.constants, [&](const graph_constant& c) {
+    ojson o = ojson::object();
+    o["id"] = id++;
+    o["name"] = c.name;
+    o["dtype"] = dtype_name(c.type.type);
+    o["shape"] = c.type.shape;
+    o["file"] = c.where.file;
+    o["line"] = c.where.line;
+    o["data"] = detail::json_tensor(c.data);
+    return o;
+  });
+  list("nodes", g.nodes, [&](const graph_node& n) {
+    ojson o = ojson::object();
+    o["id"] = id++;
+    o["op"] = n.op;
+    o["name"] = n.name;
+    o["inputs"] = n.inputs;
+    ojson attrs = ojson::object();
+    for (const auto& a : n.attributes) attrs[a.key] = detail::json_attribute(a.value);
+    o["attrs"] = std::move(attrs);
+    o["dtype"] = dtype_name(n.type.type);
+    o["shape"] = n.type.shape;
+    o["file"] = n.where.file;
+    o["line"] = n.where.line;
+    return o;
+  });
+  out += "  \"outputs\": " + ojson(g.outputs).dump() + "\n}\n";
+  return out;
+}
+
+}  // namespace detail
+
+// The graph as JSON text (deterministic: save(load(save(g))) == save(g)). Strings must be UTF-8
+// (the loaders guarantee it); a graph built by hand with other bytes in a name is refused.
+inline std::string save_graph_json(const graph& g, graph_save_options options = {}) {
+  try {
+    return detail::save_graph_json_unchecked(g, options);
+  } catch (const detail::ojson::exception& e) {
+    throw graph_error(std::string("graph JSON: cannot write the graph: ") + e.what());
+  }
+}
+
+inline graph load_graph_json(std::string_view text) {
+  using detail::json_reader;
+  using detail::ojson;
+  ojson doc;
+  try {
+    doc = ojson::parse(text.begin(), text.end());
+  } catch (const ojson::exception& e) {
+    throw graph_error(std::string("graph JSON: malformed JSON: ") + e.what());
+  }
+  json_reader::only_keys(doc, "", {"format", "version", "inputs", "parameters", "constants", "nodes", "outputs"});
+  const std::string format = json_reader::string(doc, "", "format");
+  if (format != graph_json_format)
+    json_reader::fail("/format", "\"" + format + "\" is not \"" + std::string(graph_json_format) + "\"");
+  const std::int64_t version = json_reader::integer(doc, "", "version", 0, std::numeric_limits<std::int64_t>::max());
+  if (version != graph_json_version)
+    json_reader::fail("/version", "unsupported version " + std::to_string(version) + " (this reader reads version " +
+                                      std::to_string(graph_json_version) + ")");
+  graph g;
+  std::uint32_t next_id = 0;
+  auto check_id = [&](const ojson& o, const std::string& path) {
+    const std::uint32_t id = json_reader::id(json_reader::field(o, path, "id"), path + "/id");
+    if (id != next_id)
+      json_reader::fail(path + "/id", "id " + std::to_string(id) + " where " + std::to_string(next_id) +
+                                          " is expected (ids number inputs, parameters, constants, nodes in order)");
+    ++next_id;
+  };
+  auto leaves = [&](const char* key, std::vector<graph_leaf>& out, bool parameter) {
+    const ojson& a = json_reader::array(doc, "", key);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string path = std::string("/") + key + "/" + std::to_string(i);
+      if (parameter) json_reader::only_keys(a[i], path, {"id", "name", "scope", "dtype", "shape", "file", "line", "value"});
+      else json_reader::only_keys(a[i], path, {"id", "name", "scope", "dtype", "shape", "file", "line"});
+      check_id(a[i], path);
+      graph_leaf l;
+      l.name = json_reader::string(a[i], path, "name");
+      l.scope = json_reader::string(a[i], path, "scope");
+      l.type = json_reader::type(a[i], path);
+      l.where = json_reader::location(a[i], path);
+      if (parameter && a[i].contains("value")) l.value = json_reader::tensor(a[i]["value"], path + "/value", l.type.type);
+      out.push_back(std::move(l));
+    }
+  };
+  leaves("inputs", g.inputs, false);
+  leaves("parameters", g.parameters, true);
+  const ojson& constants = json_reader::array(doc, "", "constants");
+  for (std::size_t i = 0; i < constants.size(); ++i) {
+    const std::string path = "/constants/" + std::to_string(i);
+    const ojson& c = constants[i];
+    json_reader::only_keys(c, path, {"id", "name", "dtype", "shape", "file", "line", "data"});
+    check_id(c, path);
+    graph_constant k;
+    k.name = json_reader::string(c, path, "name");
+    k.type = json_reader::type(c, path);
+    k.where = json_reader::location(c, path);
+    k.data = json_reader::tensor(json_reader::field(c, path, "data"), path + "/data", k.type.type);
+    g.constants.push_back(std::move(k));
+  }
+  const ojson& nodes = json_reader::array(doc, "", "nodes");
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::string path = "/nodes/" + std::to_string(i);
+    const ojson& o = nodes[i];
+    json_reader::only_keys(o, path, {"id", "op", "name", "inputs", "attrs", "dtype", "shape", "file", "line"});
+    check_id(o, path);
+    graph_node n;
+    n.op = json_reader::string(o, path, "op");
+    n.name = json_reader::string(o, path, "name");
+    const ojson& inputs = json_reader::array(o, path, "inputs");
+    for (std::size_t k = 0; k < inputs.size(); ++k) n.inputs.push_back(json_reader::id(inputs[k], path + "/inputs/" + std::to_string(k)));
+    const ojson& attrs = json_reader::field(o, path, "attrs");
+    if (!attrs.is_object()) json_reader::fail(path + "/attrs", "expected an object");
+    for (const auto& [key, value] : attrs.items())
+      n.attributes.push_back({key, json_reader::attribute(value, path + "/attrs/" + key)});
+    n.type = json_reader::type(o, path);
+    n.where = json_reader::location(o, path);
+    // A floating literal's value may be written as an integer or as "nan"/"inf"/"-inf".
+    if (n.op == "literal" && (n.type.type == dtype::f32 || n.type.type == dtype::f64))
+      for (auto& a : n.attributes)
+        if (a.key == "value" && !std::holds_alternative<double>(a.value)) {
+          if (auto* s = std::get_if<std::string>(&a.value)) a.value = json_reader::floating(*s, path + "/attrs/value");
+          else if (auto* x = std::get_if<std::int64_t>(&a.value)) a.value = static_cast<double>(*x);
+        }
+    g.nodes.push_back(std::move(n));
+  }
+  const ojson& outputs = json_reader::array(doc, "", "outputs");
+  for (std::size_t k = 0; k < outputs.size(); ++k) g.outputs.push_back(json_reader::id(outputs[k], "/outputs/" + std::to_string(k)));
+  validate(g, "graph JSON");
+  return g;
+}
+
+inline void save_graph_json_file(const std::string& path, const graph& g, graph_save_options options = {}) {
+  const std::string text = save_graph_json(g, options);
+  write_file_bytes(path, text.data(), text.size());
+}
+inline graph load_graph_json_file(const std::string& path) {
+  const auto bytes = read_file_bytes(path);
+  return load_graph_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+}  // namespace symflow

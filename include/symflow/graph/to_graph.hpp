@@ -1,0 +1,192 @@
+#pragma once
+// to_graph(exprs...): lowers expression types (gradients are ordinary expressions) to a graph value.
+// Identical subexpressions — same type and same runtime data (same_value) — become one value; the
+// first occurrence met in a depth-first, operands-in-order walk gives it its name and location.
+#include <string>
+#include <tuple>
+#include <typeindex>
+#include <typeinfo>
+#include <unordered_map>
+
+#include "../core/params.hpp"
+#include "../expr/node.hpp"
+#include "../expr/same_value.hpp"
+#include "../expr/structural.hpp"
+#include "graph.hpp"
+#include "validate.hpp"
+
+namespace symflow {
+
+namespace detail {
+
+template <shape_spec S>
+std::vector<std::int64_t> graph_shape_of() {
+  std::vector<std::int64_t> out;
+  for (std::size_t e : S::extents) out.push_back(e == dyn ? unknown_extent : static_cast<std::int64_t>(e));
+  return out;
+}
+template <expression E>
+graph_type graph_type_of() {
+  return {dtype_v<value_type_of<E>>, graph_shape_of<shape_of<E>>()};
+}
+inline graph_location graph_location_of(const node_info& info) {
+  if (!info.has_location()) return {};
+  return {info.where.file_name(), static_cast<std::uint32_t>(info.where.line())};
+}
+inline std::string graph_scope_of(const node_info& info) {
+  std::string out;
+  for (std::size_t i = 0; i < info.depth; ++i) {
+    if (i) out += '/';
+    out += info.scopes[i];
+  }
+  return out;
+}
+
+// Turns the values an op's visit_attributes reports into graph attributes.
+struct attribute_collector {
+  std::vector<graph_attribute>* out;
+  void operator()(std::string_view k, bool v) const { out->push_back({std::string(k), v}); }
+  void operator()(std::string_view k, std::size_t v) const {
+    out->push_back({std::string(k), static_cast<std::int64_t>(v)});
+  }
+  void operator()(std::string_view k, dtype v) const { out->push_back({std::string(k), std::string(dtype_name(v))}); }
+  template <std::size_t N>
+  void operator()(std::string_view k, const std::array<std::size_t, N>& v) const {
+    std::vector<std::int64_t> list;
+    for (std::size_t x : v) list.push_back(x == dyn ? unknown_extent : static_cast<std::int64_t>(x));
+    out->push_back({std::string(k), std::move(list)});
+  }
+};
+
+template <class T>
+attribute_value literal_attribute(T v) {
+  if constexpr (std::is_same_v<T, bool>) return v;
+  else if constexpr (std::is_integral_v<T>) return static_cast<std::int64_t>(v);
+  else return static_cast<double>(v);
+}
+
+class graph_lowering {
+ public:
+  // A value while lowering: which list it is in, and its index there (ids are assigned at the end).
+  enum class list : std::uint8_t { input, parameter, constant, node };
+  struct ref {
+    list where;
+    std::uint32_t index;
+  };
+
+  template <expression E>
+  ref lower(const E& e) {
+    auto [lo, hi] = seen_.equal_range(std::type_index(typeid(E)));
+    for (auto it = lo; it != hi; ++it)
+      if (same_value(*static_cast<const E*>(it->second.node), e)) return it->second.value;
+    const ref r = lower_new(e);
+    seen_.emplace(std::type_index(typeid(E)), entry{&e, r});
+    return r;
+  }
+
+  void add_output(ref r) { outputs_.push_back(r); }
+
+  graph finish() {
+    graph g = std::move(g_);
+    auto id = [&](ref r) -> std::uint32_t {
+      switch (r.where) {
+        case list::input: return r.index;
+        case list::parameter: return static_cast<std::uint32_t>(g.inputs.size()) + r.index;
+        case list::constant: return static_cast<std::uint32_t>(g.inputs.size() + g.parameters.size()) + r.index;
+        case list::node: return g.first_node_id() + r.index;
+      }
+      return 0;
+    };
+    for (std::size_t i = 0; i < g.nodes.size(); ++i)
+      for (const ref& r : node_inputs_[i]) g.nodes[i].inputs.push_back(id(r));
+    for (const ref& r : outputs_) g.outputs.push_back(id(r));
+    validate(g, "to_graph");
+    return g;
+  }
+
+ private:
+  struct entry {
+    const void* node;
+    ref value;
+  };
+
+  template <expression E>
+  ref lower_new(const E& e) {
+    if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
+      graph_leaf leaf{std::string(E::name.view()), graph_scope_of(e.info), graph_type_of<E>(),
+                      graph_location_of(e.info), std::nullopt};
+      constexpr bool input = E::kind == node_kind::placeholder;
+      auto& leaves = input ? g_.inputs : g_.parameters;
+      leaves.push_back(std::move(leaf));
+      return {input ? list::input : list::parameter, static_cast<std::uint32_t>(leaves.size() - 1)};
+    } else if constexpr (E::kind == node_kind::constant) {
+      g_.constants.push_back({e.info.scoped_name(E::op_name), graph_type_of<E>(), graph_location_of(e.info),
+                              to_graph_tensor(*e.value)});
+      return {list::constant, static_cast<std::uint32_t>(g_.constants.size() - 1)};
+    } else if constexpr (E::kind == node_kind::literal) {
+      graph_node n{std::string(E::op_name), e.info.scoped_name(E::op_name),
+                   {{"value", literal_attribute(e.value)}, {"static", is_static_literal_v<E>}},
+                   {}, graph_type_of<E>(), graph_location_of(e.info)};
+      return push_node(std::move(n), {});
+    } else {
+      std::vector<ref> inputs;
+      std::apply([&](const auto&... a) { (inputs.push_back(lower(a)), ...); }, e.args);
+      graph_node n{std::string(E::op_name), e.info.scoped_name(E::op_name), {}, {}, graph_type_of<E>(),
+                   graph_location_of(e.info)};
+      if constexpr (E::kind == node_kind::reduction) {
+        std::vector<std::int64_t> axes;
+        for (std::size_t i = 0; i < E::mask.size(); ++i)
+          if (E::mask[i]) axes.push_back(static_cast<std::int64_t>(i));
+        n.attributes.push_back({"axes", std::move(axes)});
+        n.attributes.push_back({"keepdims", E::keep_dims});
+      } else if constexpr (requires { e.op.visit_attributes(attribute_collector{&n.attributes}); }) {
+        e.op.visit_attributes(attribute_collector{&n.attributes});
+      }
+      return push_node(std::move(n), std::move(inputs));
+    }
+  }
+
+  ref push_node(graph_node n, std::vector<ref> inputs) {
+    g_.nodes.push_back(std::move(n));
+    node_inputs_.push_back(std::move(inputs));
+    return {list::node, static_cast<std::uint32_t>(g_.nodes.size() - 1)};
+  }
+
+  graph g_;
+  std::vector<std::vector<ref>> node_inputs_;
+  std::vector<ref> outputs_;
+  std::unordered_multimap<std::type_index, entry> seen_;
+};
+}  // namespace detail
+
+// The graph value of one or more expressions; its outputs are the expressions, in order.
+template <expression... E>
+graph to_graph(const E&... exprs) {
+  static_assert(sizeof...(E) > 0, "symflow: to_graph needs at least one expression");
+  detail::graph_lowering lowering;
+  (lowering.add_output(lowering.lower(exprs)), ...);
+  return lowering.finish();
+}
+
+// to_graph of every expression in a tuple (what grad(loss, W, b) returns).
+template <class... E>
+graph to_graph(const std::tuple<E...>& exprs) {
+  return std::apply([](const auto&... e) { return to_graph(e...); }, exprs);
+}
+
+// Copies the values of the graph's parameters found in a parameter store into the graph (for
+// saving a model with its weights). Parameters missing from the store are left without a value.
+inline void embed_parameters(graph& g, const params& store) {
+  for (auto& p : g.parameters) {
+    if (!store.contains(p.name)) continue;
+    const params::entry& e = store.at(p.name);
+    graph_tensor t;
+    t.type = e.type;
+    for (std::size_t x : e.extents) t.extents.push_back(static_cast<std::int64_t>(x));
+    t.bytes.assign(e.bytes.data(), e.bytes.data() + e.bytes.size());
+    detail::check_data_fits_type("embed_parameters", "parameter '" + p.name + "'", p.type, t);
+    p.value = std::move(t);
+  }
+}
+
+}  // namespace symflow

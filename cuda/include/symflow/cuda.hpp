@@ -1,0 +1,19 @@
+#pragma once
+// The CUDA backend: #include <symflow/cuda.hpp> from a .cu file compiled by nvcc (C++20,
+// --expt-relaxed-constexpr), link the CMake target symflow::cuda.
+//
+//   auto d_x = cuda::to_device(x_host);
+//   auto y   = cuda::eval(relu(matmul(x, W) + b), cuda::feed(x, d_x), device_store);
+//   auto h   = y.to_host();
+//
+// Device tensors and streams (runtime.hpp, device_tensor.hpp) are plain host C++ and also usable from
+// .cpp files; the evaluator (kernels) needs nvcc.
+#include "cuda/runtime.hpp"
+#include "cuda/device_tensor.hpp"
+#if defined(__CUDACC__)
+#include "cuda/device.hpp"
+#include "cuda/kernels.hpp"
+#include "cuda/evaluators.hpp"
+#include "cuda/kernel_ops.hpp"
+#include "cuda/eval.hpp"
+#endif

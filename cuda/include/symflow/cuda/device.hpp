@@ -1,0 +1,256 @@
+#pragma once
+// Name-free device evaluators. The host lowers an expression's fusion group to a tree of these
+// structs: pointers, strides, literal values and op types, nothing else (no names, no scopes, no
+// source locations), so that kernels can be instantiated on them. Each node evaluates one element
+// given frame coordinates (`at`), a linear index when every operand is dense (`flat`), or V
+// consecutive elements with vector loads (`vec`). Ops are asked for their scalar function only.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <symflow/core/config.hpp>
+
+namespace symflow::cuda::dev {
+
+#if defined(__CUDACC__)
+#define SYMFLOW_DEVICE __device__ __forceinline__
+#else
+#define SYMFLOW_DEVICE inline
+#endif
+
+inline constexpr int max_rank = 8;
+
+// Kernel template arguments go through this. nvcc writes the spelling of a kernel's template
+// arguments into its host stub, typedef sugar included: an argument spelled through a member alias
+// of a class that carries names (fixed_string template arguments) breaks the stub's compilation.
+// Resolving the type through a template yields the plain type.
+template <class T>
+struct canonical {
+  using type = T;
+};
+template <class T>
+using canonical_t = typename canonical<T>::type;
+
+// V consecutive elements, aligned for one wide load or store.
+template <class T, int V>
+struct alignas(sizeof(T) * V >= 16 ? 16 : sizeof(T) * V) vec {
+  T v[V];
+};
+
+#if defined(__CUDACC__)
+// Read-only loads through the non-coherent path where CUDA has an overload for the type.
+template <class T>
+SYMFLOW_DEVICE T load(const T* p) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int>) {
+    return __ldg(p);
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+    return T(__ldg(reinterpret_cast<const long long*>(p)));
+  } else {
+    return *p;
+  }
+}
+
+// V elements at p (aligned to sizeof(T) * V, or 16 bytes when that is smaller) in 16-, 8- or 4-byte pieces.
+template <class T, int V>
+SYMFLOW_DEVICE vec<T, V> load_vec(const T* p) {
+  vec<T, V> r;
+  constexpr int bytes = int(sizeof(T)) * V;
+  if constexpr (bytes % 16 == 0) {
+#pragma unroll
+    for (int k = 0; k < bytes / 16; ++k) {
+      const int4 x = __ldg(reinterpret_cast<const int4*>(p) + k);
+      __builtin_memcpy(reinterpret_cast<char*>(&r) + 16 * k, &x, 16);
+    }
+  } else if constexpr (bytes == 8) {
+    const int2 x = __ldg(reinterpret_cast<const int2*>(p));
+    __builtin_memcpy(&r, &x, 8);
+  } else if constexpr (bytes == 4) {
+    const int x = __ldg(reinterpret_cast<const int*>(p));
+    __builtin_memcpy(&r, &x, 4);
+  } else {
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = p[k];
+  }
+  return r;
+}
+
+template <class T, int V>
+SYMFLOW_DEVICE void store_vec(T* p, const vec<T, V>& r) {
+  constexpr int bytes = int(sizeof(T)) * V;
+  if constexpr (bytes % 16 == 0) {
+#pragma unroll
+    for (int k = 0; k < bytes / 16; ++k) {
+      int4 x;
+      __builtin_memcpy(&x, reinterpret_cast<const char*>(&r) + 16 * k, 16);
+      reinterpret_cast<int4*>(p)[k] = x;
+    }
+  } else if constexpr (bytes == 8) {
+    int2 x;
+    __builtin_memcpy(&x, &r, 8);
+    *reinterpret_cast<int2*>(p) = x;
+  } else if constexpr (bytes == 4) {
+    int x;
+    __builtin_memcpy(&x, &r, 4);
+    *reinterpret_cast<int*>(p) = x;
+  } else {
+#pragma unroll
+    for (int k = 0; k < V; ++k) p[k] = r.v[k];
+  }
+}
+#endif
+
+// A fixed-size heterogeneous list (kernel parameters must be plain aggregates).
+template <class... C>
+struct pack;
+template <>
+struct pack<> {};
+template <class H, class... R>
+struct pack<H, R...> {
+  H head;
+  pack<R...> tail;
+};
+template <std::size_t I, class P>
+SYMFLOW_HD constexpr const auto& get(const P& p) {
+  if constexpr (I == 0) return p.head;
+  else return get<I - 1>(p.tail);
+}
+SYMFLOW_HD inline pack<> make_pack() { return {}; }
+template <class H, class... R>
+SYMFLOW_HD pack<H, R...> make_pack(const H& h, const R&... r) {
+  return {h, make_pack(r...)};
+}
+
+// Frame coordinates: one per axis of the (collapsed) frame, unused axes 0.
+template <class I, int FR>
+struct coords {
+  I c[FR];
+};
+
+// A value in memory with strides in frame coordinates (0 along broadcast axes).
+template <class T, int FR>
+struct leaf {
+  using value_type = T;
+  const T* p;
+  std::size_t s[FR];
+#if defined(__CUDACC__)
+  template <class I>
+  SYMFLOW_DEVICE T at(const coords<I, FR>& c) const {
+    std::size_t off = 0;
+#pragma unroll
+    for (int a = 0; a < FR; ++a) off += std::size_t(c.c[a]) * s[a];
+    return load(p + off);
+  }
+  SYMFLOW_DEVICE T flat(std::size_t i) const { return load(p + i); }
+  template <int V>
+  SYMFLOW_DEVICE vec<T, V> vec_at(std::size_t i) const {
+    return load_vec<T, V>(p + i);
+  }
+#endif
+};
+
+// A rank-0 value in memory (a fed scalar, a full reduction's result), read everywhere.
+template <class T>
+struct scalar_ref {
+  using value_type = T;
+  const T* p;
+#if defined(__CUDACC__)
+  template <class C>
+  SYMFLOW_DEVICE T at(const C&) const {
+    return load(p);
+  }
+  SYMFLOW_DEVICE T flat(std::size_t) const { return load(p); }
+  template <int V>
+  SYMFLOW_DEVICE vec<T, V> vec_at(std::size_t) const {
+    vec<T, V> r;
+    const T x = load(p);
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = x;
+    return r;
+  }
+#endif
+};
+
+// A scalar literal.
+template <class T>
+struct literal {
+  using value_type = T;
+  T value;
+#if defined(__CUDACC__)
+  template <class C>
+  SYMFLOW_DEVICE T at(const C&) const {
+    return value;
+  }
+  SYMFLOW_DEVICE T flat(std::size_t) const { return value; }
+  template <int V>
+  SYMFLOW_DEVICE vec<T, V> vec_at(std::size_t) const {
+    vec<T, V> r;
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = value;
+    return r;
+  }
+#endif
+};
+
+// An operand the op does not read (expand_as's shape donor): nothing is loaded.
+template <class T>
+struct unread {
+  using value_type = T;
+#if defined(__CUDACC__)
+  template <class C>
+  SYMFLOW_DEVICE T at(const C&) const {
+    return T{};
+  }
+  SYMFLOW_DEVICE T flat(std::size_t) const { return T{}; }
+  template <int V>
+  SYMFLOW_DEVICE vec<T, V> vec_at(std::size_t) const {
+    return vec<T, V>{};
+  }
+#endif
+};
+
+// An elementwise op over its operands: the op's own scalar function, applied per element.
+template <class Op, class T, class... C>
+struct map {
+  using value_type = T;
+  pack<C...> children;
+#if defined(__CUDACC__)
+  template <class Crd>
+  SYMFLOW_DEVICE T at(const Crd& c) const {
+    return at_impl(c, std::index_sequence_for<C...>{});
+  }
+  SYMFLOW_DEVICE T flat(std::size_t i) const { return flat_impl(i, std::index_sequence_for<C...>{}); }
+  template <int V>
+  SYMFLOW_DEVICE vec<T, V> vec_at(std::size_t i) const {
+    return vec_impl<V>(i, std::index_sequence_for<C...>{});
+  }
+
+ private:
+  template <class Crd, std::size_t... I>
+  SYMFLOW_DEVICE T at_impl(const Crd& c, std::index_sequence<I...>) const {
+    return T(Op::apply(get<I>(children).at(c)...));
+  }
+  template <std::size_t... I>
+  SYMFLOW_DEVICE T flat_impl(std::size_t i, std::index_sequence<I...>) const {
+    return T(Op::apply(get<I>(children).flat(i)...));
+  }
+  template <int V, std::size_t... I>
+  SYMFLOW_DEVICE vec<T, V> vec_impl(std::size_t i, std::index_sequence<I...>) const {
+    const auto in = make_pack(get<I>(children).template vec_at<V>(i)...);
+    vec<T, V> r;
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = T(Op::apply(get<I>(in).v[k]...));
+    return r;
+  }
+#endif
+};
+
+// The frame a fused group runs over, after adjacent axes were merged: `rank` axes of `extents`.
+struct frame {
+  int rank = 1;
+  std::size_t extents[max_rank] = {1};
+};
+
+}  // namespace symflow::cuda::dev

@@ -13,16 +13,17 @@ namespace symflow {
 // It only points at the caller's memory, which must outlive the evaluation.
 template <fixed_string Name, class T, std::size_t Rank>
 struct feed_binding {
+  static constexpr bool is_feed_binding = true;
   static constexpr auto name = Name;
   using value_type = T;
   static constexpr std::size_t rank = Rank;
   tensor_view<const T, dyn_shape<Rank>> value;
 };
 
+// Detected through a member rather than a partial specialisation: nvcc 13 does not match partial
+// specialisations over class-type template arguments such as the name.
 template <class T>
-inline constexpr bool is_feed_binding_v = false;
-template <fixed_string N, class T, std::size_t R>
-inline constexpr bool is_feed_binding_v<feed_binding<N, T, R>> = true;
+inline constexpr bool is_feed_binding_v = requires { requires T::is_feed_binding; };
 
 template <fixed_string Name, class T, class S>
 auto feed(const tensor_view<T, S>& value) {

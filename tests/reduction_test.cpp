@@ -318,12 +318,6 @@ TEST(ReductionLarge, AxisReductionsSplitAcrossThreads) {
 }
 
 TEST(ReductionLarge, OuterAxisFloatSumAccuracy) {
-  GTEST_SKIP() << "library limitation: a reduction over an outer axis (here axis 0 of [2^20, 16]) "
-                  "accumulates each output sequentially across all rows in float (run_reduce's "
-                  "non-inner path has none of reduce_row's blocking), so its error grows with the row "
-                  "count: ~3e-5 relative on one thread, ~1.6e-5 on two, against ~4e-7 for the same "
-                  "sums through the inner-axis path (sum(transpose(x), axes<1>)). Remove this skip "
-                  "once outer-axis accumulation is blocked.";
   // Column sums of a tall matrix (batch statistics): the same 1e-5 promise as a full sum, on one
   // thread so the outcome does not depend on how many cores split the rows.
 #if defined(_OPENMP)

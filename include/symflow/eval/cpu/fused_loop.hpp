@@ -1,6 +1,11 @@
 #pragma once
 #include <array>
+#include <cstdint>
 #include <type_traits>
+#include <utility>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "../../core/aligned_buffer.hpp"
 #include "../../ops/packet_math.hpp"
@@ -25,7 +30,42 @@ std::size_t gather_stride_arrays(E& root, frame_strides& extra, std::array<frame
 template <class T, class E>
 inline constexpr bool packet_path = E::vectorizable && std::is_same_v<typename E::value_type, T> &&
                                     std::is_floating_point_v<T>;
+
+// Non-temporal (streaming) stores for outputs too large to stay in cache: they skip the read for
+// ownership a normal store does, so a map moves (inputs + output) bytes instead of (inputs + 2 x
+// output). Overloads exist for the x86 packet types; the return type says whether one exists (the
+// template is only declared). Used only at addresses that are a multiple of the packet size.
+template <class T, class P>
+std::false_type stream_store(T*, const P&);
+#if defined(__AVX512F__)
+SYMFLOW_INLINE std::true_type stream_store(float* to, const __m512& p) { return _mm512_stream_ps(to, p), std::true_type{}; }
+SYMFLOW_INLINE std::true_type stream_store(double* to, const __m512d& p) { return _mm512_stream_pd(to, p), std::true_type{}; }
+#endif
+#if defined(__AVX__)
+SYMFLOW_INLINE std::true_type stream_store(float* to, const __m256& p) { return _mm256_stream_ps(to, p), std::true_type{}; }
+SYMFLOW_INLINE std::true_type stream_store(double* to, const __m256d& p) { return _mm256_stream_pd(to, p), std::true_type{}; }
+#endif
+#if defined(__SSE2__)
+SYMFLOW_INLINE std::true_type stream_store(float* to, const __m128& p) { return _mm_stream_ps(to, p), std::true_type{}; }
+SYMFLOW_INLINE std::true_type stream_store(double* to, const __m128d& p) { return _mm_stream_pd(to, p), std::true_type{}; }
+#endif
+
+// Orders this thread's streaming stores before whatever follows (the join of the parallel region).
+SYMFLOW_INLINE void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
 }  // namespace detail
+
+// Outputs of at least this many bytes are written with streaming stores (when the packet type has
+// them): about the size of a last-level cache slice, so the output could not stay cached for its
+// consumer anyway. Define SYMFLOW_STREAMING_STORE_BYTES to change it (SIZE_MAX turns them off).
+#if defined(SYMFLOW_STREAMING_STORE_BYTES)
+inline constexpr std::size_t streaming_store_bytes = SYMFLOW_STREAMING_STORE_BYTES;
+#else
+inline constexpr std::size_t streaming_store_bytes = std::size_t(16) << 20;
+#endif
 
 // One pass over the frame computing every element of a fused elementwise group into `out`
 // (dense, row-major). SIMD where every node of the group has a packet form, threads for large frames.
@@ -47,7 +87,21 @@ void run_map(const E& root_in, frame f, T* out) {
   constexpr bool vec = detail::packet_path<T, E>;
   constexpr std::size_t width = vec ? std::size_t(simd::packet_size<T>) : 1;
   const std::size_t inner = f.inner();
-  parallel_ranges(f.size(), width, [&](std::size_t, std::size_t begin, std::size_t end) {
+  bool stream = false;
+  if constexpr (vec)
+    stream = decltype(detail::stream_store(std::declval<T*>(), std::declval<const simd::packet_t<T>&>()))::value &&
+             f.size() * sizeof(T) >= streaming_store_bytes;
+  // Thread ranges are moved to where a single-threaded pass switches between packets: a multiple
+  // of the packet width within the row, or inside the row's scalar tail. Each element is then
+  // computed the same way (packet or scalar) whatever the thread count, so results are identical.
+  const std::size_t packet_end = inner / width * width;
+  const auto snap = [&](std::size_t p) {
+    const std::size_t r = p % inner;
+    return r < packet_end ? p - r % width : p;
+  };
+  parallel_chunks(f.size(), width, [&](std::size_t, std::size_t begin, std::size_t end) {
+    begin = snap(begin);
+    end = snap(end);
     if (begin >= end) return;
     E local = root;
     row_cursor cursor;
@@ -60,12 +114,25 @@ void run_map(const E& root_in, frame f, T* out) {
       begin += stop - j;
       if constexpr (vec) {
         using P = simd::packet_t<T>;
-        for (; j + width <= stop; j += width) simd::pm::pstoreu(o + j, local.template packet<P>(j));
+        // Streaming or not, the same packets are computed; only the store instruction differs (one
+        // loop body, so the expression's packet code is instantiated once).
+        const bool stream_row = stream && reinterpret_cast<std::uintptr_t>(o + j) % sizeof(P) == 0;
+        for (; j + width <= stop; j += width) {
+          const P p = local.template packet<P>(j);
+          if constexpr (decltype(detail::stream_store(o, p))::value) {
+            if (stream_row) {
+              detail::stream_store(o + j, p);
+              continue;
+            }
+          }
+          simd::pm::pstoreu(o + j, p);
+        }
       }
       for (; j < stop; ++j) o[j] = local.scalar(j);
       j = 0;
       cursor.next(f);
     }
+    if (stream) detail::stream_fence();
   });
 }
 
@@ -137,6 +204,25 @@ void run_reduce(const E& operand_in, frame f, frame_strides out_strides, T* out,
     parallel_ranges(total, width, [&](std::size_t thread, std::size_t begin, std::size_t end) {
       if (begin >= end) return;
       T* dst = threads > 1 ? partials + thread * out_size : out;
+      // Reducing over outer axes adds one row at a time into each output. Rows are summed in blocks
+      // of block_rows into a scratch copy of the output, folded into dst after each block, so float
+      // error grows with block_rows + rows / block_rows instead of with the row count.
+      constexpr std::size_t block_rows = 256;
+      std::array<T, 1024> small_block;
+      aligned_buffer<T> large_block;
+      T* block = nullptr;
+      if (!reduce_inner && (end - begin) / std::max<std::size_t>(inner, 1) > block_rows) {
+        block = out_size <= small_block.size() ? small_block.data() : (large_block = aligned_buffer<T>(out_size)).data();
+        std::fill_n(block, out_size, identity);
+      }
+      std::size_t rows_in_block = 0;
+      const auto fold_block = [&] {
+        for (std::size_t k = 0; k < out_size; ++k) {
+          dst[k] = Op::combine(dst[k], block[k]);
+          block[k] = identity;
+        }
+        rows_in_block = 0;
+      };
       E local = operand;
       row_cursor cursor;
       cursor.seek(f, begin / inner);
@@ -144,7 +230,8 @@ void run_reduce(const E& operand_in, frame f, frame_strides out_strides, T* out,
       while (begin < end) {
         local.set_row(f, cursor);
         const std::size_t stop = std::min(inner, j + (end - begin));
-        T* o = dst + cursor.offset(f, out_strides);
+        T* o = (block ? block : dst) + cursor.offset(f, out_strides);
+        if (block && ++rows_in_block == block_rows) fold_block();
         begin += stop - j;
         if (reduce_inner) {
           *o = Op::combine(*o, detail::reduce_row<Op, T>(local, j, stop));
@@ -160,6 +247,7 @@ void run_reduce(const E& operand_in, frame f, frame_strides out_strides, T* out,
         j = 0;
         cursor.next(f);
       }
+      if (block) fold_block();
     });
     if (threads > 1)
       for (std::size_t t = 0; t < threads; ++t)

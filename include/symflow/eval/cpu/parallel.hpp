@@ -1,5 +1,6 @@
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #if defined(_OPENMP)
 #include <omp.h>
@@ -41,32 +42,39 @@ void parallel_ranges(std::size_t total, std::size_t align, Body&& body) {
 #endif
 }
 
-// Splits [0, total) into chunks (boundaries on multiples of `align`, about chunks_per_thread per
-// thread) that the threads take in turn, calling body(thread, begin, end) once per chunk. On a
-// shared machine a thread whose core is busy with another process then does fewer chunks instead of
-// holding up the whole pass, which a fixed split per thread does. Only for work whose result does not
-// depend on which thread does which chunk (elementwise maps): reductions use parallel_ranges, whose
-// one range per thread fixes the order of the partial sums.
-inline constexpr std::size_t chunks_per_thread = 16;
+// Like parallel_ranges, but for large totals the threads take chunks in turn (boundaries on
+// multiples of `align`) and body(thread, begin, end) is called once per chunk: each chunk is a share
+// of what is left (the first ones large, later ones down to balanced_min_chunk), so on a shared machine
+// a thread whose core is busy with another process does less of the pass instead of holding it up,
+// which a fixed split per thread does. Below balanced_threshold the fixed split is kept: there the
+// extra chunks cost a few percent and a pass is too short to be disturbed much. Only for work whose
+// result does not depend on which thread does which chunk (elementwise maps): reductions use
+// parallel_ranges, whose one range per thread fixes the order of the partial sums.
+inline constexpr std::size_t balanced_threshold = std::size_t(1) << 21;
+inline constexpr std::size_t balanced_min_chunk = std::size_t(1) << 16;
 
 template <class Body>
 void parallel_chunks(std::size_t total, std::size_t align, Body&& body) {
   const int threads = total < parallel_threshold ? 1 : max_threads();
-  if (threads <= 1) {
-    body(0, std::size_t(0), total);
+  if (threads <= 1 || total < balanced_threshold) {
+    parallel_ranges(total, align, body);
     return;
   }
 #if defined(_OPENMP)
-  std::size_t chunk = std::max(total / (std::size_t(threads) * chunks_per_thread), parallel_threshold / 2);
-  chunk = (chunk + align - 1) / align * align;
-  const std::ptrdiff_t count = std::ptrdiff_t((total + chunk - 1) / chunk);
+  std::atomic<std::size_t> next{0};
 #pragma omp parallel num_threads(threads)
   {
     const std::size_t t = std::size_t(omp_get_thread_num());
-#pragma omp for schedule(dynamic, 1)
-    for (std::ptrdiff_t c = 0; c < count; ++c) {
-      const std::size_t begin = std::size_t(c) * chunk;
-      body(t, begin, std::min(total, begin + chunk));
+    const std::size_t n = std::size_t(omp_get_num_threads());
+    for (;;) {
+      std::size_t begin = next.load(std::memory_order_relaxed), size = 0;
+      do {
+        if (begin >= total) break;
+        size = std::max((total - begin) / (2 * n), balanced_min_chunk);
+        size = (size + align - 1) / align * align;
+      } while (!next.compare_exchange_weak(begin, begin + size, std::memory_order_relaxed));
+      if (begin >= total) break;
+      body(t, begin, std::min(total, begin + size));
     }
   }
 #endif

@@ -29,6 +29,19 @@ constexpr bool depends_on() {
   }
 }
 
+// How many times the node type X occurs in the tree E.
+template <class X, class E>
+constexpr std::size_t occurrences() {
+  std::size_t here = std::is_same_v<X, E> ? 1 : 0;
+  if constexpr (has_operands<E>) {
+    return here + []<class... A>(std::type_identity<std::tuple<A...>>) {
+      return (std::size_t(0) + ... + occurrences<X, A>());
+    }(std::type_identity<operands_of<E>>{});
+  } else {
+    return here;
+  }
+}
+
 // Nodes in the expression tree (a subexpression used twice counts twice, as in the type).
 template <class E>
 constexpr std::size_t node_count() {

@@ -104,6 +104,14 @@ struct eval_context {
   }
 };
 
+// The context of an evaluation whose output expressions are known: lets the evaluator see how often
+// a subexpression occurs across all of them.
+template <class Roots, class... Sources>
+struct rooted_context : eval_context<Sources...> {
+  using roots = Roots;
+  using eval_context<Sources...>::eval_context;
+};
+
 // Conditions of the static_asserts on feeds: their template arguments name the leaf.
 template <class Leaf, bool Found>
 struct every_placeholder_is_fed {

@@ -24,7 +24,7 @@ void compute(Ev& ev, Ctx& ctx, T* out) {
 // reductions, when the expression has them).
 template <expression E, class... Sources>
 tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sources) {
-  cpu::eval_context<Sources...> ctx(sources...);
+  cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
   auto ev = cpu::make_evaluator(expr, ctx);
   tensor<value_type_of<E>, shape_of<E>> out(ev.extents, uninitialized);
   cpu::compute(ev, ctx, out.data());
@@ -35,7 +35,7 @@ tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sour
 // touching fresh memory is expensive; a training loop should reuse its buffers).
 template <expression E, class... Sources>
 void eval_into(tensor<value_type_of<E>, shape_of<E>>& out, const E& expr, const Sources&... sources) {
-  cpu::eval_context<Sources...> ctx(sources...);
+  cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
   auto ev = cpu::make_evaluator(expr, ctx);
   if (out.extents() != ev.extents || out.data() == nullptr)
     out = tensor<value_type_of<E>, shape_of<E>>(ev.extents, uninitialized);
@@ -61,7 +61,9 @@ void eval_into(std::tuple<Out&...> outs, const E1& e1, const Rest&... rest) {
   const auto args = std::tie(e1, rest...);
   using all = std::tuple<E1, Rest...>;
   [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
-    cpu::eval_context<std::remove_cvref_t<std::tuple_element_t<k + S, all>>...> ctx(std::get<k + S>(args)...);
+    cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
+                        std::remove_cvref_t<std::tuple_element_t<k + S, all>>...>
+        ctx(std::get<k + S>(args)...);
     auto evs = std::tuple{cpu::make_evaluator(std::get<X>(args), ctx)...};
     (
         [&] {
@@ -84,8 +86,10 @@ auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
   constexpr std::size_t k = detail::leading_expressions<Rest...>();
   const auto args = std::tie(e1, e2, rest...);
   return [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
-    cpu::eval_context<std::remove_cvref_t<std::tuple_element_t<2 + k + S, std::tuple<E1, E2, Rest...>>>...> ctx(
-        std::get<2 + k + S>(args)...);
+    using all = std::tuple<E1, E2, Rest...>;
+    cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
+                        std::remove_cvref_t<std::tuple_element_t<2 + k + S, all>>...>
+        ctx(std::get<2 + k + S>(args)...);
     auto evs = std::tuple{cpu::make_evaluator(std::get<X>(args), ctx)...};
     auto outs = std::tuple{tensor<value_type_of<std::tuple_element_t<X, std::tuple<E1, E2, Rest...>>>,
                                   shape_of<std::tuple_element_t<X, std::tuple<E1, E2, Rest...>>>>(

@@ -7,6 +7,7 @@
 #include "../../expr/elementwise.hpp"
 #include "../../expr/reduction.hpp"
 #include "../../expr/rewrite.hpp"
+#include "../../symbolic/traits.hpp"
 #include "../../expr/structural.hpp"
 #include "context.hpp"
 #include "fused_loop.hpp"
@@ -186,6 +187,17 @@ struct reused_eval : Inner {
 
 template <class Op>
 inline constexpr bool is_costly_op_v = requires { Op::costly; };
+
+// How often E occurs across the outputs being evaluated (2 when they are not known: reuse is safe).
+template <class E, class Ctx>
+constexpr std::size_t occurrences_in_outputs() {
+  if constexpr (requires { typename Ctx::roots; })
+    return []<class... R>(std::type_identity<std::tuple<R...>>) {
+      return (std::size_t(0) + ... + occurrences<E, R>());
+    }(std::type_identity<typename Ctx::roots>{});
+  else
+    return 2;
+}
 
 // Shared by evaluators whose value is materialised: after prepare() they read as a leaf.
 template <class T, std::size_t R>
@@ -399,7 +411,8 @@ auto make_evaluator(const E& node, Ctx& ctx) {
           }
         },
         ev.children);
-    if constexpr (is_costly_op_v<typename E::op_type> && is_type_determined<E>())
+    if constexpr (is_costly_op_v<typename E::op_type> && is_type_determined<E>() &&
+                  occurrences_in_outputs<E, Ctx>() >= 2)
       return reused_eval<E, decltype(ev)>(std::move(ev));
     else
       return ev;

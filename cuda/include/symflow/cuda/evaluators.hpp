@@ -16,6 +16,7 @@
 
 #include <symflow/core/params.hpp>
 #include <symflow/core/tensor.hpp>
+#include <symflow/eval/cpu/frame.hpp>
 #include <symflow/expr/broadcast.hpp>
 #include <symflow/expr/elementwise.hpp>
 #include <symflow/expr/leaves.hpp>
@@ -158,80 +159,16 @@ struct context {
 
 // ---- frames and leaves ------------------------------------------------------------------------
 
-using frame_strides = std::array<std::size_t, dev::max_rank>;
-
-struct group_frame {
-  int rank = 1;
-  std::array<std::size_t, dev::max_rank> extents{};
-  std::size_t size() const {
-    std::size_t n = 1;
-    for (int a = 0; a < rank; ++a) n *= extents[a];
-    return n;
-  }
-};
-
+// Frames, their stride alignment and axis collapsing are the CPU evaluator's (host-side code).
+static_assert(dev::max_rank == int(cpu::max_rank));
+using cpu::frame_strides;
+using group_frame = cpu::frame;
 template <std::size_t R>
 group_frame frame_of(const extents_t<R>& e) {
-  static_assert(R <= dev::max_rank, "symflow: tensors have at most 8 axes");
-  group_frame f;
-  if constexpr (R == 0) {
-    f.rank = 1;
-    f.extents[0] = 1;
-  } else {
-    f.rank = int(R);
-    for (std::size_t i = 0; i < R; ++i) f.extents[i] = e[i];
-  }
-  return f;
+  return cpu::frame::of<R>(e);
 }
-
-// Strides of a value right-aligned into the frame; axes where the value has extent 1 get stride 0.
-inline frame_strides align_to_frame(const group_frame& f, std::size_t rank, const std::size_t* extents,
-                                    const std::size_t* strides) {
-  frame_strides out{};
-  const std::size_t lead = std::size_t(f.rank) >= rank ? std::size_t(f.rank) - rank : 0;
-  for (std::size_t i = lead; i < std::size_t(f.rank); ++i) {
-    const std::size_t j = i - lead;
-    out[i] = extents[j] == 1 ? 0 : strides[j];
-  }
-  return out;
-}
-
-// Merges adjacent frame axes wherever every stride array allows it and drops extent-1 axes, so a
-// dense elementwise chain becomes one flat loop and broadcasts keep only the axes they need.
-inline void collapse(group_frame& f, frame_strides* const* arrays, std::size_t count) {
-  int n = 0;
-  std::array<std::size_t, dev::max_rank> ext{};
-  std::array<int, dev::max_rank> axis_of{};
-  for (int i = f.rank; i-- > 0;) {
-    if (f.extents[i] == 1 && !(i == 0 && n == 0)) continue;
-    if (n > 0) {
-      bool merge = true;
-      const int inner = axis_of[n - 1];
-      for (std::size_t k = 0; k < count && merge; ++k) merge = (*arrays[k])[i] == (*arrays[k])[inner] * ext[n - 1];
-      if (merge) {
-        ext[n - 1] *= f.extents[i];
-        continue;
-      }
-    }
-    ext[n] = f.extents[i];
-    axis_of[n] = i;
-    ++n;
-  }
-  if (n == 0) {
-    ext[0] = 1;
-    axis_of[0] = f.rank - 1;
-    n = 1;
-  }
-  for (std::size_t k = 0; k < count; ++k) {
-    const frame_strides old = *arrays[k];
-    frame_strides now{};
-    for (int a = 0; a < n; ++a) now[n - 1 - a] = old[axis_of[a]];
-    *arrays[k] = now;
-  }
-  f.rank = n;
-  f.extents = {};
-  for (int a = 0; a < n; ++a) f.extents[n - 1 - a] = ext[a];
-}
+using cpu::align_to_frame;
+using cpu::collapse;
 
 // A value in device memory with arbitrary strides, and its strides in the current group's frame.
 template <class T>
@@ -655,7 +592,7 @@ void run_map(H& root, Ctx& ctx, T* out) {
   frame_strides out_strides{};
   {
     std::size_t acc = 1;
-    for (int a = f.rank; a-- > 0;) {
+    for (int a = int(f.rank); a-- > 0;) {
       out_strides[a] = acc;
       acc *= f.extents[a];
     }
@@ -688,14 +625,14 @@ void run_map(H& root, Ctx& ctx, T* out) {
     dev::map_dense_kernel<U, ev_t, V><<<unsigned(blocks), dev::block_threads, 0, s>>>(out, d, n);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_dense_kernel");
   } else if (n <= std::size_t(UINT32_MAX)) {
-    dev::index_frame<std::uint32_t> fi{f.rank, {}};
-    for (int a = 0; a < f.rank; ++a) fi.extents[a] = std::uint32_t(f.extents[a]);
+    dev::index_frame<std::uint32_t> fi{int(f.rank), {}};
+    for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = std::uint32_t(f.extents[a]);
     dev::map_strided_kernel<U, ev_t, std::uint32_t, FR>
         <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, fi, n);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_strided_kernel");
   } else {
-    dev::index_frame<std::uint64_t> fi{f.rank, {}};
-    for (int a = 0; a < f.rank; ++a) fi.extents[a] = f.extents[a];
+    dev::index_frame<std::uint64_t> fi{int(f.rank), {}};
+    for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = f.extents[a];
     dev::map_strided_kernel<U, ev_t, std::uint64_t, FR>
         <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, fi, n);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_strided_kernel");
@@ -720,7 +657,7 @@ void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, 
   frame_strides out_strides{};
   {
     std::size_t acc = 1;
-    for (int a = f.rank; a-- > 0;) {
+    for (int a = int(f.rank); a-- > 0;) {
       bool reduced = true;
       if constexpr (RI > 0) reduced = mask[std::size_t(a)];
       out_strides[a] = reduced ? 0 : acc;
@@ -733,9 +670,9 @@ void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, 
   });
   collapse(f, arrays.data(), arrays.size());
 
-  dev::reduce_frame rf{f.rank, 0u, -1, -1, {}};
+  dev::reduce_frame rf{int(f.rank), 0u, -1, -1, {}};
   int n_reduced = 0, n_kept = 0, last_reduced = -1, last_kept = -1;
-  for (int a = 0; a < f.rank; ++a) {
+  for (int a = 0; a < int(f.rank); ++a) {
     rf.extents[a] = f.extents[a];
     if (out_strides[a] == 0) {
       rf.reduced |= 1u << a;

@@ -14,6 +14,7 @@
 #include "cuda/device.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/evaluators.hpp"
+#include "cuda/fusion_groups.hpp"
 #include "cuda/kernel_ops.hpp"
 #include "cuda/eval.hpp"
 #endif

@@ -10,6 +10,22 @@
 
 namespace symflow {
 
+// The check every typed access to a stored parameter makes (host or device store): the stored dtype
+// and extents against the caller's; the store and the variable are named when they differ.
+template <class T, shape_spec S>
+extents_t<S::rank> checked_parameter_extents(std::string_view store, std::string_view name, dtype stored,
+                                             const std::vector<std::size_t>& extents) {
+  const std::string who = std::string(store) + ": variable '" + std::string(name) + "'";
+  if (stored != dtype_v<T>)
+    throw value_error(who + " holds " + std::string(dtype_name(stored)) + " values, not " +
+                      std::string(dtype_name(dtype_v<T>)));
+  extents_t<S::rank> ext{};
+  if (extents.size() == S::rank) std::copy(extents.begin(), extents.end(), ext.begin());
+  if (extents.size() != S::rank || !extents_match<S>(ext))
+    throw shape_error(who + " has shape " + format_extents(extents) + ", expected " + shape_string<S>());
+  return ext;
+}
+
 // Named tensors of any dtype and shape: the values of variables. Every typed access checks the
 // dtype and the extents against what the caller expects and names the variable when they differ.
 class params {
@@ -46,17 +62,7 @@ class params {
   template <class T, shape_spec S>
   tensor_view<T, S> view(std::string_view name) {
     entry& e = at(name);
-    if (e.type != dtype_v<T>)
-      throw value_error("params: variable '" + std::string(name) + "' holds " +
-                        std::string(dtype_name(e.type)) + " values, not " + std::string(dtype_name(dtype_v<T>)));
-    if (e.extents.size() != S::rank)
-      throw shape_error("params: variable '" + std::string(name) + "' has shape " + format_extents(e.extents) +
-                        ", expected " + shape_string<S>());
-    extents_t<S::rank> ext{};
-    std::copy(e.extents.begin(), e.extents.end(), ext.begin());
-    if (!extents_match<S>(ext))
-      throw shape_error("params: variable '" + std::string(name) + "' has shape " + format_extents(ext) +
-                        ", expected " + shape_string<S>());
+    const auto ext = checked_parameter_extents<T, S>("params", name, e.type, e.extents);
     return tensor_view<T, S>(reinterpret_cast<T*>(e.bytes.data()), ext);
   }
   template <class T, shape_spec S>

@@ -67,6 +67,24 @@ struct reduction : expression_tag {
   node_info info;
 };
 
+// The runtime extents of a reduction node's result from its operand's, and how many operand
+// elements each result combines. Shared by every backend.
+template <class Node>
+extents_t<Node::rank> reduction_result_extents(const extents_t<Node::mask.size()>& operand,
+                                               std::size_t& reduced_count) {
+  extents_t<Node::rank> out{};
+  reduced_count = 1;
+  for (std::size_t i = 0, j = 0; i < operand.size(); ++i) {
+    if (Node::mask[i]) {
+      reduced_count *= operand[i];
+      if (Node::keep_dims) out[j++] = 1;
+    } else {
+      out[j++] = operand[i];
+    }
+  }
+  return out;
+}
+
 template <class Op, shape_spec S, int... Axes>
 struct reduction_axes_in_range_for_op {
   static constexpr bool value = axes_in_range<S::rank, Axes...>();  // own member: see broadcast.hpp

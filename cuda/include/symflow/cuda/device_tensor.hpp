@@ -267,14 +267,7 @@ class device_params {
   template <class T, shape_spec S>
   device_view<T, S> view(std::string_view name) {
     const entry& e = at(name);
-    if (e.type != dtype_v<T>)
-      throw value_error("device_params: variable '" + std::string(name) + "' holds " + std::string(dtype_name(e.type)) +
-                        " values, not " + std::string(dtype_name(dtype_v<T>)));
-    extents_t<S::rank> ext{};
-    if (e.extents.size() == S::rank) std::copy(e.extents.begin(), e.extents.end(), ext.begin());
-    if (e.extents.size() != S::rank || !extents_match<S>(ext))
-      throw shape_error("device_params: variable '" + std::string(name) + "' has shape " + format_extents(e.extents) +
-                        ", expected " + shape_string<S>());
+    const auto ext = checked_parameter_extents<T, S>("device_params", name, e.type, e.extents);
     return device_view<T, S>(static_cast<T*>(e.bytes.data()), ext);
   }
   template <class T, shape_spec S>

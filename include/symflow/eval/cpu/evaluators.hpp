@@ -253,15 +253,7 @@ struct reduction_eval : materialised_base<typename Node::value_type, Node::rank>
   std::size_t reduced_count = 1;
 
   reduction_eval(C c, const Node& n) : operand(std::move(c)), node(&n) {
-    std::size_t j = 0;
-    for (std::size_t i = 0; i < C::rank; ++i) {
-      if (Node::mask[i]) {
-        reduced_count *= operand.extents[i];
-        if (Node::keep_dims) this->extents[j++] = 1;
-      } else {
-        this->extents[j++] = operand.extents[i];
-      }
-    }
+    this->extents = reduction_result_extents<Node>(operand.extents, reduced_count);
   }
   template <class Ctx>
   void compute_into(T* out, Ctx& ctx) {

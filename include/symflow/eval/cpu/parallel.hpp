@@ -23,7 +23,7 @@ inline int max_threads() {
 // Splits [0, total) into one contiguous range per thread (boundaries on multiples of `align`) and
 // calls body(thread, begin, end). Runs serially for small totals or without OpenMP.
 template <class Body>
-void parallel_ranges(std::size_t total, std::size_t align, Body&& body) {
+void parallel_ranges(std::size_t total, [[maybe_unused]] std::size_t align, Body&& body) {
   const int threads = total < parallel_threshold ? 1 : max_threads();
   if (threads <= 1) {
     body(0, std::size_t(0), total);

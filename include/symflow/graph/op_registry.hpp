@@ -3,12 +3,13 @@
 // attributes. Each entry is read from the op's own file — its `name`, and the keys and kinds its
 // `visit_attributes` reports — through one representative instantiation of the op; the operand count
 // comes from the op's scalar function (elementwise) or its shape rule (kernels). Nothing here
-// restates an op's rules. An op added to ops/ is added to the list in `op_schemas()` below.
+// restates an op's rules. An op added to ops/ is added to `registered_ops` below.
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -99,38 +100,51 @@ op_schema schema_of() {
 }
 }  // namespace detail
 
+// Every op a graph value may contain: one entry per op, read through one representative
+// instantiation (the interpreter's runtime forms take the attributes as values). The schemas below and
+// the interpreter's table (graph/runtime/op_table.hpp) both come from this list.
+template <node_kind Kind, class Op>
+struct op_entry {
+  static constexpr node_kind kind = Kind;
+  using type = Op;
+};
+namespace op_list {
+using enum node_kind;
+using namespace ops;
+using registered_ops = std::tuple<
+    // elementwise
+    op_entry<elementwise, abs_op>, op_entry<elementwise, add_op>, op_entry<elementwise, cast_op<float>>,
+    op_entry<elementwise, cos_op>, op_entry<elementwise, div_op>, op_entry<elementwise, equal_op>,
+    op_entry<elementwise, exp_op>, op_entry<elementwise, expand_as_op>, op_entry<elementwise, greater_op>,
+    op_entry<elementwise, greater_equal_op>, op_entry<elementwise, less_op>, op_entry<elementwise, less_equal_op>,
+    op_entry<elementwise, log_op>, op_entry<elementwise, log1p_op>, op_entry<elementwise, maximum_op>,
+    op_entry<elementwise, minimum_op>, op_entry<elementwise, mul_op>, op_entry<elementwise, neg_op>,
+    op_entry<elementwise, not_equal_op>, op_entry<elementwise, pow_op>, op_entry<elementwise, relu_op>,
+    op_entry<elementwise, rsqrt_op>, op_entry<elementwise, sigmoid_op>, op_entry<elementwise, sign_op>,
+    op_entry<elementwise, sin_op>, op_entry<elementwise, softplus_op>, op_entry<elementwise, sqrt_op>,
+    op_entry<elementwise, square_op>, op_entry<elementwise, sub_op>, op_entry<elementwise, tanh_op>,
+    op_entry<elementwise, where_op>,
+    // reductions
+    op_entry<reduction, sum_op>, op_entry<reduction, mean_op>, op_entry<reduction, max_op>,
+    op_entry<reduction, min_op>,
+    // views
+    op_entry<view, slice_op<0>>, op_entry<view, permute_op<0>>, op_entry<view, reshape_op<shape<1>>>,
+    op_entry<view, expand_dims_op<1u>>,
+    // kernels
+    op_entry<kernel, matmul_op>, op_entry<kernel, concat_op<0>>, op_entry<kernel, one_hot_op<1, float>>,
+    op_entry<kernel, reduced_count_op<1u, float>>, op_entry<kernel, scatter_op<0>>>;
+}  // namespace op_list
+using op_list::registered_ops;
+
 // Every op a graph value may contain, sorted by name.
 inline const std::vector<op_schema>& op_schemas() {
   static const std::vector<op_schema> all = [] {
-    using enum node_kind;
-    using namespace ops;
-    using detail::schema_of;
     std::vector<op_schema> v{
         // leaves that are nodes
-        op_schema{"literal", literal, 0, 0, {{"value", attribute_kind::number}, {"static", attribute_kind::boolean}}},
-        // elementwise
-        schema_of<elementwise, abs_op>(), schema_of<elementwise, add_op>(), schema_of<elementwise, cast_op<float>>(),
-        schema_of<elementwise, cos_op>(), schema_of<elementwise, div_op>(), schema_of<elementwise, equal_op>(),
-        schema_of<elementwise, exp_op>(), schema_of<elementwise, expand_as_op>(),
-        schema_of<elementwise, greater_op>(), schema_of<elementwise, greater_equal_op>(),
-        schema_of<elementwise, less_op>(), schema_of<elementwise, less_equal_op>(), schema_of<elementwise, log_op>(),
-        schema_of<elementwise, log1p_op>(), schema_of<elementwise, maximum_op>(),
-        schema_of<elementwise, minimum_op>(), schema_of<elementwise, mul_op>(), schema_of<elementwise, neg_op>(),
-        schema_of<elementwise, not_equal_op>(), schema_of<elementwise, pow_op>(), schema_of<elementwise, relu_op>(),
-        schema_of<elementwise, rsqrt_op>(), schema_of<elementwise, sigmoid_op>(), schema_of<elementwise, sign_op>(),
-        schema_of<elementwise, sin_op>(), schema_of<elementwise, softplus_op>(), schema_of<elementwise, sqrt_op>(),
-        schema_of<elementwise, square_op>(), schema_of<elementwise, sub_op>(), schema_of<elementwise, tanh_op>(),
-        schema_of<elementwise, where_op>(),
-        // reductions
-        schema_of<reduction, sum_op>(), schema_of<reduction, mean_op>(), schema_of<reduction, max_op>(),
-        schema_of<reduction, min_op>(),
-        // views
-        schema_of<view, slice_op<0>>(), schema_of<view, permute_op<0>>(), schema_of<view, reshape_op<shape<1>>>(),
-        schema_of<view, expand_dims_op<1u>>(),
-        // kernels
-        schema_of<kernel, matmul_op>(), schema_of<kernel, concat_op<0>>(), schema_of<kernel, one_hot_op<1, float>>(),
-        schema_of<kernel, reduced_count_op<1u, float>>(), schema_of<kernel, scatter_op<0>>(),
+        op_schema{"literal", node_kind::literal, 0, 0, {{"value", attribute_kind::number}, {"static", attribute_kind::boolean}}},
     };
+    std::apply([&](auto... entry) { (v.push_back(detail::schema_of<decltype(entry)::kind, typename decltype(entry)::type>()), ...); },
+               registered_ops{});
     std::sort(v.begin(), v.end(), [](const op_schema& a, const op_schema& b) { return a.name < b.name; });
     return v;
   }();

@@ -1,7 +1,10 @@
 #pragma once
+#include <optional>
+#include <vector>
 #include <cstring>
 
 #include "../expr/structural.hpp"
+#include "../expr/runtime_forms.hpp"
 #include "../expr/leaves.hpp"
 #include "slice.hpp"
 
@@ -17,6 +20,51 @@ struct concat_op {
   template <class V>
   static void visit_attributes(V&& v) {
     v("axis", Axis);
+  }
+  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // rule, built on a graph builder's handles because its attributes are values there.
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
+    const std::int64_t axis = a.integer("axis");
+    std::vector<std::optional<H>> out;
+    std::int64_t at = 0;
+    for (const auto& part : x) {
+      const std::int64_t size = part.shape().at(std::size_t(axis));
+      if (size < 0) throw shape_error("the gradient of concat needs known extents along the concatenation axis");
+      out.push_back(b.apply("slice", {g}, {{"axis", axis}, {"begin", at}, {"end", at + size}}));
+      at += size;
+    }
+    return out;
+  }
+  // Runtime form (graph interpreter and builder): the axis and the operand count are values.
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
+    const std::size_t axis = runtime_axis(who, a.integer("axis"), in.at(0).size());
+    runtime_extents out = in[0];
+    for (std::size_t k = 1; k < in.size(); ++k) {
+      bool ok = in[k].size() == out.size();
+      for (std::size_t i = 0; ok && i < out.size(); ++i) ok = i == axis || in[k][i] == in[0][i];
+      if (!ok)
+        throw shape_error(who + ": cannot concatenate " + format_extents(in[0]) + " and " + format_extents(in[k]) +
+                          " along axis " + std::to_string(axis));
+      out[axis] += in[k][axis];
+    }
+    return out;
+  }
+  template <class Attrs>
+  static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
+    const std::size_t axis = std::size_t(a.integer("axis")), size = dtype_size(out.type);
+    std::size_t outer = 1, inner = size;
+    for (std::size_t i = 0; i < axis; ++i) outer *= out.extents[i];
+    for (std::size_t i = axis + 1; i < out.extents.size(); ++i) inner *= out.extents[i];
+    const std::size_t out_row = out.extents[axis] * inner;
+    std::size_t at = 0;
+    for (const auto& part : in) {
+      const std::size_t block = part.extents[axis] * inner;
+      for (std::size_t o = 0; o < outer && block; ++o)
+        std::memcpy(static_cast<char*>(out.data) + o * out_row + at, static_cast<const char*>(part.data) + o * block, block);
+      at += block;
+    }
   }
   template <class T, class... Rest>
   using result_type = T;

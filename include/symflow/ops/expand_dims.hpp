@@ -1,8 +1,11 @@
 #pragma once
+#include <optional>
+#include <vector>
 #include <bit>
 
 #include "../expr/reduction.hpp"
 #include "../expr/structural.hpp"
+#include "../expr/runtime_forms.hpp"
 #include "sum.hpp"
 
 namespace symflow {
@@ -55,6 +58,31 @@ struct expand_dims_op {
       }
     }
     out.offset = in.offset;
+    return out;
+  }
+  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // rule, built on a graph builder's handles because its attributes are values there.
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>&) {
+    return {b.apply("sum", {g}, {{"axes", a.integers("axes")}, {"keepdims", false}})};
+  }
+  // Runtime form (graph interpreter and builder): the inserted positions are values.
+  template <class Attrs>
+  static runtime_layout runtime_view(const Attrs& a, const runtime_layout& in, const std::string& who) {
+    const auto axes = a.integers("axes");
+    const std::size_t rank = in.extents.size() + axes.size();
+    std::vector<bool> inserted(rank);
+    for (auto ax : axes) {
+      if (ax < 0 || std::size_t(ax) >= rank || inserted[std::size_t(ax)])
+        throw shape_error(who + ": cannot insert axis " + std::to_string(ax) + " into an operand of shape " +
+                          format_extents(in.extents));
+      inserted[std::size_t(ax)] = true;
+    }
+    runtime_layout out{runtime_extents(rank), std::vector<std::size_t>(rank), in.offset};
+    for (std::size_t i = 0, j = 0; i < rank; ++i) {
+      out.extents[i] = inserted[i] ? 1 : in.extents[j];
+      out.strides[i] = inserted[i] ? 0 : in.strides[j++];
+    }
     return out;
   }
   template <class G, class X>

@@ -1,9 +1,12 @@
 #pragma once
+#include <optional>
+#include <vector>
 #include <Eigen/Core>
 
 #include "../core/tensor.hpp"
 #include "../expr/leaves.hpp"
 #include "../expr/structural.hpp"
+#include "../expr/runtime_forms.hpp"
 
 namespace symflow {
 namespace ops {
@@ -67,6 +70,78 @@ struct matmul_op {
     }
   }
 
+  // Runtime form (graph interpreter and builder): the same shape rule and GEMM, for operand ranks
+  // known only at run time.
+  template <class F>
+  static decltype(auto) with_ranks(const std::string& who, std::size_t ra, std::size_t rb, F&& f) {
+    using I = std::integral_constant<std::size_t, 2>;
+    using J = std::integral_constant<std::size_t, 3>;
+    if (ra == 2 && rb == 2) return f(I{}, I{});
+    if (ra == 3 && rb == 2) return f(J{}, I{});
+    if (ra == 3 && rb == 3) return f(J{}, J{});
+    throw shape_error(who + ": matmul takes [M,K]x[K,N], [B,M,K]x[K,N] or [B,M,K]x[B,K,N], not rank " +
+                      std::to_string(ra) + " by rank " + std::to_string(rb));
+  }
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs&, const std::vector<runtime_extents>& in, const std::string& who) {
+    return with_ranks(who, in.at(0).size(), in.at(1).size(), [&](auto ra, auto rb) {
+      extents_t<decltype(ra)::value> a{};
+      extents_t<decltype(rb)::value> b{};
+      std::copy(in[0].begin(), in[0].end(), a.begin());
+      std::copy(in[1].begin(), in[1].end(), b.begin());
+      const auto out = infer_extents(who, a, b);
+      return runtime_extents(out.begin(), out.end());
+    });
+  }
+  template <class Attrs>
+  static void run_runtime(const Attrs&, const runtime_array& out, const std::vector<runtime_array>& in) {
+    with_ranks("matmul", in[0].extents.size(), in[1].extents.size(), [&](auto ra, auto rb) {
+      auto view = [](auto* data, const runtime_extents& e, auto rank) {
+        constexpr std::size_t R = decltype(rank)::value;
+        extents_t<R> x{};
+        std::copy(e.begin(), e.end(), x.begin());
+        return tensor_view<std::remove_pointer_t<decltype(data)>, dyn_shape<R>>(data, x);
+      };
+      auto run = [&](auto t) {
+        using T = decltype(t);
+        if constexpr (std::is_same_v<T, bool>) {
+          throw value_error("matmul: bool operands are not supported");
+        } else {
+          const auto o = view(out.as<T>(), out.extents, ra);
+          run_cpu<T>(o, view(static_cast<const T*>(in[0].data), in[0].extents, ra),
+                     view(static_cast<const T*>(in[1].data), in[1].extents, rb));
+        }
+      };
+      switch (out.type) {
+        case dtype::f32: return run(float{});
+        case dtype::f64: return run(double{});
+        case dtype::i32: return run(std::int32_t{});
+        case dtype::i64: return run(std::int64_t{});
+        case dtype::boolean: return run(bool{});
+      }
+    });
+  }
+
+  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // rule, built on a graph builder's handles because its attributes are values there.
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs&, const H& g, const H&, const std::vector<H>& x) {
+    auto swap_last = [&](const H& v) {
+      std::vector<std::int64_t> perm(v.rank());
+      for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = std::int64_t(i);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      return b.apply("transpose", {v}, {{"perm", perm}});
+    };
+    const H& a = x[0];
+    const H& m = x[1];
+    if (a.rank() == 3 && m.rank() == 2) {  // the batch folds into the rows of dB's product
+      const std::int64_t k = a.shape()[2], n = g.shape()[2];
+      return {b.apply(name, {g, swap_last(m)}),
+              b.apply(name, {swap_last(b.apply("reshape", {a}, {{"shape", std::vector<std::int64_t>{-1, k}}})),
+                             b.apply("reshape", {g}, {{"shape", std::vector<std::int64_t>{-1, n}}})})};
+    }
+    return {b.apply(name, {g, swap_last(m)}), b.apply(name, {swap_last(a), g})};
+  }
   // Forward mode: d(AB) = dA B + A dB.
   template <class Y, class TA, class TB, class A, class B>
   static auto tangent(const Y&, const TA& ta, const TB& tb, const A& a, const B& b) {

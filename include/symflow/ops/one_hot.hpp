@@ -1,7 +1,10 @@
 #pragma once
+#include <optional>
+#include <vector>
 #include <algorithm>
 
 #include "../expr/structural.hpp"
+#include "../expr/runtime_forms.hpp"
 
 namespace symflow {
 namespace ops {
@@ -38,6 +41,46 @@ struct one_hot_op {
     std::copy(in.begin(), in.end(), out.begin());
     out[R] = Depth;
     return out;
+  }
+  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // rule, built on a graph builder's handles because its attributes are values there.
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B&, const Attrs&, const H&, const H&, const std::vector<H>&) {
+    return {std::nullopt};
+  }
+  // Runtime form (graph interpreter and builder): the depth and the result dtype are values.
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
+    const std::int64_t depth = a.integer("depth");
+    if (depth < 0) throw shape_error(who + ": negative depth " + std::to_string(depth));
+    runtime_extents out = in.at(0);
+    out.push_back(std::size_t(depth));
+    return out;
+  }
+  template <class Attrs>
+  static void run_runtime(const Attrs&, const runtime_array& out, const std::vector<runtime_array>& in) {
+    const std::size_t depth = out.extents.back(), n = element_count(in[0].extents);
+    auto fill = [&](auto zero, auto label_type) {
+      using T = decltype(zero);
+      using L = decltype(label_type);
+      T* o = out.as<T>();
+      const L* labels = static_cast<const L*>(in[0].data);
+      std::fill_n(o, n * depth, T(0));
+      for (std::size_t i = 0; i < n; ++i)
+        if (labels[i] >= 0 && std::size_t(labels[i]) < depth) o[i * depth + std::size_t(labels[i])] = T(1);
+    };
+    auto with_labels = [&](auto zero) {
+      if (in[0].type == dtype::i32) fill(zero, std::int32_t{});
+      else if (in[0].type == dtype::i64) fill(zero, std::int64_t{});
+      else throw value_error("one_hot takes integer labels");
+    };
+    switch (out.type) {
+      case dtype::f32: return with_labels(float{});
+      case dtype::f64: return with_labels(double{});
+      case dtype::i32: return with_labels(std::int32_t{});
+      case dtype::i64: return with_labels(std::int64_t{});
+      case dtype::boolean: return with_labels(bool{});
+    }
   }
   template <class Y, class TL, class L>
   static auto tangent(const Y&, const TL&, const L&) {

@@ -1,7 +1,10 @@
 #pragma once
+#include <optional>
+#include <vector>
 #include <bit>
 
 #include "../expr/structural.hpp"
+#include "../expr/runtime_forms.hpp"
 
 namespace symflow {
 namespace ops {
@@ -46,6 +49,30 @@ struct reduced_count_op {
     for (std::size_t i = 0; i < X::rank; ++i)
       if ((Bits >> i) & 1u) count *= x.extent(i);
     out.data()[0] = T(count);
+  }
+  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // rule, built on a graph builder's handles because its attributes are values there.
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B&, const Attrs&, const H&, const H&, const std::vector<H>&) {
+    return {std::nullopt};
+  }
+  // Runtime form (graph interpreter and builder): the counted axes and the dtype are values.
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
+    for (auto ax : a.integers("axes")) runtime_axis(who, ax, in.at(0).size());
+    return {};
+  }
+  template <class Attrs>
+  static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
+    std::size_t count = 1;
+    for (auto ax : a.integers("axes")) count *= in[0].extents[std::size_t(ax)];
+    switch (out.type) {
+      case dtype::f32: *out.as<float>() = float(count); break;
+      case dtype::f64: *out.as<double>() = double(count); break;
+      case dtype::i32: *out.as<std::int32_t>() = std::int32_t(count); break;
+      case dtype::i64: *out.as<std::int64_t>() = std::int64_t(count); break;
+      case dtype::boolean: *out.as<bool>() = count != 0; break;
+    }
   }
   template <class Y, class TX, class X>
   static auto tangent(const Y&, const TX&, const X&) {

@@ -1,5 +1,8 @@
 #pragma once
+#include <optional>
+#include <vector>
 #include "../expr/structural.hpp"
+#include "../expr/runtime_forms.hpp"
 
 namespace symflow {
 namespace ops {
@@ -16,7 +19,9 @@ struct reshape_op {
     v("shape", Target::extents);
   }
 
-  static consteval std::size_t dyn_count() {
+  // constexpr, not consteval: clang 14 (the fuzz build's compiler) rejects a consteval call from the
+  // class's own static member initializer below.
+  static constexpr std::size_t dyn_count() {
     std::size_t n = 0;
     for (auto e : Target::extents) n += e == dyn;
     return n;
@@ -49,6 +54,40 @@ struct reshape_op {
       throw shape_error(who + ": cannot reshape " + format_extents(in) + " (" + std::to_string(count) +
                         " elements) to " + shape_string<Target>());
     return out;
+  }
+  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // rule, built on a graph builder's handles because its attributes are values there.
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs&, const H& g, const H&, const std::vector<H>& x) {
+    if (std::count_if(x[0].shape().begin(), x[0].shape().end(), [](std::int64_t e) { return e < 0; }) > 1)
+      throw shape_error("the gradient of reshape needs an operand shape with at most one unknown extent, not " +
+                        format_extents(x[0].shape()));
+    return {b.apply(name, {g}, {{"shape", x[0].shape()}})};
+  }
+  // Runtime form (graph interpreter and builder): the target shape is a value, -1 where inferred.
+  // The operand is contiguous (the interpreter's values are).
+  template <class Attrs>
+  static runtime_layout runtime_view(const Attrs& a, const runtime_layout& in, const std::string& who) {
+    const auto target = a.integers("shape");
+    const std::size_t count = element_count(in.extents);
+    runtime_extents out(target.size());
+    std::size_t known = 1, holes = 0, hole = 0;
+    for (std::size_t i = 0; i < target.size(); ++i) {
+      if (target[i] < 0) {
+        ++holes;
+        hole = i;
+      } else {
+        out[i] = std::size_t(target[i]);
+        known *= out[i];
+      }
+    }
+    if (holes == 1) out[hole] = known ? count / known : 0;
+    if (holes > 1 || element_count(out) != count)
+      throw shape_error(who + ": cannot reshape " + format_extents(in.extents) + " (" + std::to_string(count) +
+                        " elements) to " + format_extents(target));
+    auto l = runtime_layout::contiguous(std::move(out));
+    l.offset = in.offset;
+    return l;
   }
   // Reshaping back needs the operand's shape to have at most one dyn extent.
   template <class G, class X>

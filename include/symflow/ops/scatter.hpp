@@ -1,8 +1,11 @@
 #pragma once
+#include <optional>
+#include <vector>
 #include <algorithm>
 #include <cstring>
 
 #include "../expr/structural.hpp"
+#include "../expr/runtime_forms.hpp"
 #include "slice.hpp"
 
 namespace symflow {
@@ -51,6 +54,40 @@ struct scatter_op {
     const std::size_t block = (end - begin) * inner, out_row = out.extent(Axis) * inner;
     for (std::size_t o = 0; o < outer && block; ++o)
       std::memcpy(out.data() + o * out_row + begin * inner, part.data() + o * block, block * sizeof(T));
+  }
+  // Runtime form (graph interpreter and builder): the axis is a value.
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
+    const auto& part = in.at(0);
+    const auto& like = in.at(1);
+    const std::size_t axis = runtime_axis(who, a.integer("axis"), like.size());
+    const std::int64_t b = a.integer("begin"), e = a.integer("end");
+    bool ok = part.size() == like.size() && b >= 0 && b <= e && std::size_t(e) <= like[axis] &&
+              part[axis] == std::size_t(e - b);
+    for (std::size_t i = 0; ok && i < like.size(); ++i) ok = i == axis || part[i] == like[i];
+    if (!ok)
+      throw shape_error(who + ": " + format_extents(part) + " at [" + std::to_string(b) + ", " + std::to_string(e) +
+                        ") along axis " + std::to_string(axis) + " does not fit in " + format_extents(like));
+    return like;
+  }
+  template <class Attrs>
+  static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
+    const std::size_t axis = std::size_t(a.integer("axis")), b = std::size_t(a.integer("begin")),
+                      e = std::size_t(a.integer("end")), size = dtype_size(out.type);
+    std::memset(out.data, 0, element_count(out.extents) * size);
+    std::size_t outer = 1, inner = size;
+    for (std::size_t i = 0; i < axis; ++i) outer *= out.extents[i];
+    for (std::size_t i = axis + 1; i < out.extents.size(); ++i) inner *= out.extents[i];
+    const std::size_t block = (e - b) * inner, out_row = out.extents[axis] * inner;
+    for (std::size_t o = 0; o < outer && block; ++o)
+      std::memcpy(static_cast<char*>(out.data) + o * out_row + b * inner, static_cast<const char*>(in[0].data) + o * block, block);
+  }
+  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // rule, built on a graph builder's handles because its attributes are values there.
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>&) {
+    return {b.apply("slice", {g}, {{"axis", a.integer("axis")}, {"begin", a.integer("begin")}, {"end", a.integer("end")}}),
+            std::nullopt};
   }
   std::string attributes() const {
     return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end);

@@ -1,5 +1,8 @@
 #pragma once
+#include <optional>
+#include <vector>
 #include "../expr/structural.hpp"
+#include "../expr/runtime_forms.hpp"
 
 namespace symflow {
 namespace ops {
@@ -43,6 +46,24 @@ struct slice_op {
     out.extents[Axis] = end - begin;
     out.offset = in.offset + begin * in.strides[Axis];
     return out;
+  }
+  // Runtime form (graph interpreter and builder): the axis is a value.
+  template <class Attrs>
+  static runtime_layout runtime_view(const Attrs& a, runtime_layout in, const std::string& who) {
+    const std::size_t axis = runtime_axis(who, a.integer("axis"), in.extents.size());
+    const std::int64_t b = a.integer("begin"), e = a.integer("end");
+    if (b < 0 || b > e || std::size_t(e) > in.extents[axis])
+      throw shape_error(who + ": [" + std::to_string(b) + ", " + std::to_string(e) + ") along axis " +
+                        std::to_string(axis) + " is outside an operand of shape " + format_extents(in.extents));
+    in.offset += std::size_t(b) * in.strides[axis];
+    in.extents[axis] = std::size_t(e - b);
+    return in;
+  }
+  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // rule, built on a graph builder's handles because its attributes are values there.
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
+    return {b.apply("scatter", {g, x[0]}, {{"axis", a.integer("axis")}, {"begin", a.integer("begin")}, {"end", a.integer("end")}})};
   }
   std::string attributes() const {
     return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end);

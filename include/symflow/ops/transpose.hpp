@@ -1,5 +1,8 @@
 #pragma once
+#include <optional>
+#include <vector>
 #include "../expr/structural.hpp"
+#include "../expr/runtime_forms.hpp"
 
 namespace symflow {
 namespace ops {
@@ -35,6 +38,33 @@ struct permute_op {
   template <std::size_t R>
   static extents_t<R> infer_extents(const auto&, const extents_t<R>& e) {
     return {e[Perm]...};
+  }
+  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // rule, built on a graph builder's handles because its attributes are values there.
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>&) {
+    const auto p = a.integers("perm");
+    std::vector<std::int64_t> inverse(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) inverse[std::size_t(p[i])] = std::int64_t(i);
+    return {b.apply(name, {g}, {{"perm", inverse}})};
+  }
+  // Runtime form (graph interpreter and builder): the permutation is a value.
+  template <class Attrs>
+  static runtime_layout runtime_view(const Attrs& a, const runtime_layout& in, const std::string& who) {
+    const auto p = a.integers("perm");
+    std::vector<bool> seen(in.extents.size());
+    bool ok = p.size() == in.extents.size();
+    for (std::size_t i = 0; ok && i < p.size(); ++i) {
+      ok = p[i] >= 0 && std::size_t(p[i]) < seen.size() && !seen[std::size_t(p[i])];
+      if (ok) seen[std::size_t(p[i])] = true;
+    }
+    if (!ok) throw shape_error(who + ": the permutation does not fit an operand of shape " + format_extents(in.extents));
+    runtime_layout out{runtime_extents(p.size()), std::vector<std::size_t>(p.size()), in.offset};
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      out.extents[i] = in.extents[std::size_t(p[i])];
+      out.strides[i] = in.strides[std::size_t(p[i])];
+    }
+    return out;
   }
   template <class G, class X>
   static auto gradient(const G& g, const X&) {

@@ -1,0 +1,551 @@
+#pragma once
+// Evaluates a graph value on the CPU. Per run: every node's extents are inferred from the feeds
+// (by the ops' runtime forms) and checked against the graph's types; elementwise nodes of equal
+// extents are fused into groups, each run as one pass over memory in cache-sized tiles (one SIMD loop
+// per op over a tile held in L1, so a chain of N ops reads its operands and writes its results once);
+// reductions, views and kernels (Eigen GEMM for matmul) run between the groups. Only what the outputs
+// need is computed, and intermediates are freed after their last use.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../../core/params.hpp"
+#include "../../eval/cpu/parallel.hpp"
+#include "../graph.hpp"
+#include "../validate.hpp"
+#include "op_table.hpp"
+#include "value.hpp"
+
+namespace symflow {
+
+using runtime_feeds = std::map<std::string, runtime_tensor, std::less<>>;
+
+struct interpreter_options {
+  bool fuse = true;                 // false: every elementwise node is its own pass (for comparison)
+  std::size_t tile_elements = 512;  // per op and tile: a few KiB, so a group's tiles stay in L1
+};
+
+// What one run did, for tests and the profile.
+struct interpreter_stats {
+  std::size_t fused_groups = 0;         // elementwise passes over memory
+  std::size_t fused_nodes = 0;          // elementwise nodes they computed
+  std::size_t materialised_values = 0;  // values written to memory (group outputs, views, kernels, reductions)
+};
+
+namespace runtime_detail {
+
+// A value during a run: where its elements are and who owns them (a view may alias its operand's
+// storage; a feed or a parameter is read where it lies).
+struct slot {
+  std::shared_ptr<runtime_tensor> owner;
+  const void* data = nullptr;
+  runtime_extents extents;
+  dtype type = dtype::f32;
+  bool ready = false;
+};
+
+// Copies the elements a layout describes into contiguous storage.
+inline void copy_strided(const char* src, const runtime_layout& l, char* dst, std::size_t esize) {
+  const std::size_t rank = l.extents.size(), total = element_count(l.extents);
+  if (!total) return;
+  if (rank == 0) {
+    std::memcpy(dst, src + l.offset * esize, esize);
+    return;
+  }
+  const std::size_t inner = l.extents[rank - 1], inner_stride = l.strides[rank - 1];
+  std::vector<std::size_t> index(rank, 0);
+  for (std::size_t done = 0; done < total; done += inner) {
+    std::size_t at = l.offset;
+    for (std::size_t i = 0; i + 1 < rank; ++i) at += index[i] * l.strides[i];
+    if (inner_stride == 1) {
+      std::memcpy(dst + done * esize, src + at * esize, inner * esize);
+    } else {
+      for (std::size_t j = 0; j < inner; ++j)
+        std::memcpy(dst + (done + j) * esize, src + (at + j * inner_stride) * esize, esize);
+    }
+    for (std::size_t i = rank - 1; i-- > 0;) {
+      if (++index[i] < l.extents[i]) break;
+      index[i] = 0;
+    }
+  }
+}
+
+inline bool is_contiguous(const runtime_layout& l) {
+  return l.strides == runtime_layout::contiguous(l.extents).strides ||
+         element_count(l.extents) <= 1;
+}
+
+}  // namespace runtime_detail
+
+class interpreter {
+ public:
+  explicit interpreter(graph g, interpreter_options options = {}) : graph_(std::move(g)), options_(options) {
+    validate(graph_, "interpreter");
+    for (const auto& n : graph_.nodes)
+      if (n.op != "literal" && !find_runtime_op(n.op))
+        throw graph_error("interpreter: node '" + n.name + "': no runtime form for op '" + n.op + "'");
+  }
+
+  const graph& source() const noexcept { return graph_; }
+  const interpreter_stats& last_stats() const noexcept { return stats_; }
+
+  // The graph's outputs for these feeds (by input name). Parameters come from `store` when it holds
+  // them, else from the values embedded in the graph.
+  std::vector<runtime_tensor> run(const runtime_feeds& feeds, const params* store = nullptr) const {
+    run_state s(*this);
+    s.bind_leaves(feeds, store);
+    s.infer_types();
+    s.plan_groups();
+    s.count_uses();
+    for (auto id : graph_.outputs) s.ensure(id);
+    stats_ = s.stats;
+    return s.take_outputs();
+  }
+
+ private:
+  using slot = runtime_detail::slot;
+
+  struct group {
+    std::vector<std::uint32_t> members;  // value ids, ascending
+    runtime_extents extents;
+    bool done = false;
+  };
+
+  struct run_state {
+    const interpreter& self;
+    const graph& g;
+    const std::size_t first_node;
+    std::vector<slot> values;
+    std::vector<std::optional<elementwise_kernel>> kernels;
+    std::vector<int> group_of;  // per value id; -1 outside any group
+    std::vector<group> groups;
+    std::vector<std::size_t> uses;  // consumers (units) still to run, plus output references
+    interpreter_stats stats;
+
+    explicit run_state(const interpreter& i)
+        : self(i), g(i.graph_), first_node(g.inputs.size() + g.parameters.size() + g.constants.size()),
+          values(first_node + g.nodes.size()), kernels(values.size()), group_of(values.size(), -1),
+          uses(values.size(), 0) {}
+
+    const graph_node& node(std::uint32_t id) const { return g.nodes[id - first_node]; }
+    bool is_node(std::uint32_t id) const { return id >= first_node; }
+    std::string who(std::uint32_t id) const {
+      const auto& n = node(id);
+      return n.op + " '" + n.name + "'" + (n.where.line ? " (" + n.where.file + ":" + std::to_string(n.where.line) + ")" : "");
+    }
+
+    static void check_leaf(const std::string& what, const graph_leaf& leaf, dtype type, const runtime_extents& e) {
+      bool ok = type == leaf.type.type && e.size() == leaf.type.shape.size();
+      for (std::size_t i = 0; ok && i < e.size(); ++i) ok = leaf.type.shape[i] < 0 || std::size_t(leaf.type.shape[i]) == e[i];
+      if (!ok)
+        throw shape_error("interpreter: " + what + " '" + leaf.name + "' is " + std::string(dtype_name(type)) +
+                          format_extents(e) + ", the graph expects " + graph_type_string(leaf.type));
+    }
+
+    void bind_leaves(const runtime_feeds& feeds, const params* store) {
+      std::uint32_t id = 0;
+      for (const auto& in : g.inputs) {
+        auto it = feeds.find(in.name);
+        if (it == feeds.end()) throw value_error("interpreter: no feed for input '" + in.name + "'");
+        check_leaf("input", in, it->second.type(), it->second.extents());
+        values[id++] = slot{nullptr, it->second.bytes(), it->second.extents(), it->second.type(), true};
+      }
+      for (const auto& p : g.parameters) {
+        if (store && store->contains(p.name)) {
+          const auto& e = store->at(p.name);
+          check_leaf("parameter", p, e.type, e.extents);
+          values[id++] = slot{nullptr, e.bytes.data(), e.extents, e.type, true};
+        } else if (p.value) {
+          runtime_extents e(p.value->extents.begin(), p.value->extents.end());
+          values[id++] = slot{nullptr, p.value->bytes.data(), e, p.value->type, true};
+        } else {
+          throw value_error("interpreter: no value for parameter '" + p.name +
+                            "' (neither in the parameter store nor embedded in the graph)");
+        }
+      }
+      for (const auto& c : g.constants) {
+        runtime_extents e(c.data.extents.begin(), c.data.extents.end());
+        values[id++] = slot{nullptr, c.data.bytes.data(), e, c.data.type, true};
+      }
+    }
+
+    // Extents and dtypes of every node from its operands', checked against the graph's types.
+    void infer_types() {
+      for (std::uint32_t id = std::uint32_t(first_node); id < values.size(); ++id) {
+        const auto& n = node(id);
+        slot& v = values[id];
+        std::vector<dtype> in_types;
+        std::vector<runtime_extents> in_extents;
+        for (auto i : n.inputs) {
+          in_types.push_back(values[i].type);
+          in_extents.push_back(values[i].extents);
+        }
+        if (n.op == "literal") {
+          v.type = n.type.type;
+          v.extents = {};
+        } else {
+          auto t = infer_node_type(*find_runtime_op(n.op), node_attributes(n), in_types, in_extents, who(id));
+          v.type = t.type;
+          v.extents = std::move(t.extents);
+          kernels[id] = t.kernel;
+        }
+        bool ok = v.type == n.type.type && v.extents.size() == n.type.shape.size();
+        for (std::size_t i = 0; ok && i < v.extents.size(); ++i)
+          ok = n.type.shape[i] < 0 || std::size_t(n.type.shape[i]) == v.extents[i];
+        if (!ok)
+          throw shape_error(who(id) + ": computes " + std::string(dtype_name(v.type)) + format_extents(v.extents) +
+                            " from operands " + operand_types(n) + ", the graph says " + graph_type_string(n.type));
+      }
+    }
+
+    std::vector<bool> reduced_mask(std::uint32_t id) const {
+      const auto& n = node(id);
+      return reduced_axes_mask(who(id), node_attributes(n), values[n.inputs.at(0)].extents.size());
+    }
+
+    std::string operand_types(const graph_node& n) const {
+      std::string s;
+      for (auto i : n.inputs)
+        s += (s.empty() ? "" : ", ") + std::string(dtype_name(values[i].type)) + format_extents(values[i].extents);
+      return "(" + s + ")";
+    }
+
+    bool fusible(std::uint32_t id) const { return is_node(id) && kernels[id].has_value(); }
+
+    // Does value `from` depend on a member of group `gi` (whose smallest id is `lowest`)?
+    bool depends_on_group(std::uint32_t from, int gi, std::uint32_t lowest) const {
+      std::vector<std::uint32_t> stack{from};
+      std::set<std::uint32_t> seen;
+      while (!stack.empty()) {
+        const auto v = stack.back();
+        stack.pop_back();
+        if (v < lowest || !is_node(v) || !seen.insert(v).second) continue;
+        if (group_of[v] == gi) return true;
+        for (auto i : node(v).inputs) stack.push_back(i);
+      }
+      return false;
+    }
+
+    // Joins elementwise nodes into the groups of their elementwise operands of equal extents,
+    // unless a group would then read a value that itself depends on the group.
+    void plan_groups() {
+      for (std::uint32_t id = std::uint32_t(first_node); id < values.size(); ++id) {
+        if (!fusible(id)) continue;
+        std::vector<int> candidates;
+        if (self.options_.fuse)
+          for (auto i : node(id).inputs)
+            if (fusible(i) && group_of[i] >= 0 && values[i].extents == values[id].extents &&
+                std::find(candidates.begin(), candidates.end(), group_of[i]) == candidates.end())
+              candidates.push_back(group_of[i]);
+        int target = -1;
+        for (int c : candidates) {
+          if (target < 0) {
+            if (can_join(id, c)) target = c;
+          } else if (can_merge(target, c, id)) {
+            merge(target, c);
+          }
+        }
+        if (target < 0) {
+          target = int(groups.size());
+          groups.push_back(group{{}, values[id].extents});
+        }
+        groups[target].members.push_back(id);
+        group_of[id] = target;
+      }
+      for (auto& gr : groups) std::sort(gr.members.begin(), gr.members.end());
+    }
+    bool can_join(std::uint32_t id, int gi) const {
+      const std::uint32_t lowest = groups[gi].members.front();
+      for (auto i : node(id).inputs)
+        if (group_of[i] != gi && depends_on_group(i, gi, lowest)) return false;
+      return true;
+    }
+    // Merging group b (and node id) into a: neither may read a value depending on the other.
+    bool can_merge(int a, int b, std::uint32_t id) const {
+      auto externals_clear = [&](int reader, int other) {
+        const std::uint32_t lowest = *std::min_element(groups[other].members.begin(), groups[other].members.end());
+        for (auto m : groups[reader].members)
+          for (auto i : node(m).inputs)
+            if (group_of[i] != reader && group_of[i] != other && depends_on_group(i, other, lowest)) return false;
+        return true;
+      };
+      if (!externals_clear(a, b) || !externals_clear(b, a)) return false;
+      for (auto i : node(id).inputs)
+        if (group_of[i] != a && group_of[i] != b &&
+            (depends_on_group(i, b, *std::min_element(groups[b].members.begin(), groups[b].members.end())) ||
+             depends_on_group(i, a, *std::min_element(groups[a].members.begin(), groups[a].members.end()))))
+          return false;
+      return true;
+    }
+    void merge(int into, int from) {
+      for (auto m : groups[from].members) {
+        group_of[m] = into;
+        groups[into].members.push_back(m);
+      }
+      groups[from].members.clear();
+      std::sort(groups[into].members.begin(), groups[into].members.end());
+    }
+
+    // Which values are read from memory by another unit (or are outputs): those are stored.
+    void count_uses() {
+      for (std::uint32_t id = std::uint32_t(first_node); id < values.size(); ++id)
+        for (auto i : node(id).inputs)
+          if (group_of[id] < 0 || group_of[i] != group_of[id]) ++uses[i];
+      for (auto o : g.outputs) ++uses[o];
+    }
+
+    void release_inputs_of(const std::vector<std::uint32_t>& readers, int own_group) {
+      for (auto r : readers)
+        for (auto i : node(r).inputs) {
+          if (own_group >= 0 && group_of[i] == own_group) continue;
+          if (--uses[i] == 0 && values[i].owner) {
+            values[i].owner.reset();
+            values[i].data = nullptr;
+          }
+        }
+    }
+
+    void ensure(std::uint32_t id) {
+      if (values[id].ready) return;
+      if (group_of[id] >= 0) {
+        run_group(group_of[id]);
+        return;
+      }
+      const auto& n = node(id);
+      for (auto i : n.inputs) ensure(i);
+      run_node(id);
+      release_inputs_of({id}, -1);
+    }
+
+    slot& fresh(std::uint32_t id) {
+      slot& v = values[id];
+      v.owner = std::make_shared<runtime_tensor>(v.type, v.extents);
+      v.data = v.owner->bytes();
+      v.ready = true;
+      ++stats.materialised_values;
+      return v;
+    }
+    runtime_array array_of(std::uint32_t id) const {
+      const slot& v = values[id];
+      return runtime_array{v.type, v.extents, const_cast<void*>(v.data)};
+    }
+
+    void run_node(std::uint32_t id) {
+      const auto& n = node(id);
+      const node_attributes attrs(n);
+      if (n.op == "literal") {
+        slot& v = fresh(id);
+        const attribute_value* a = n.attribute("value");
+        visit_dtype(v.type, [&](auto t) {
+          using T = decltype(t);
+          T x{};
+          if (a && std::holds_alternative<bool>(*a)) x = T(std::get<bool>(*a));
+          else if (a && std::holds_alternative<std::int64_t>(*a)) x = T(std::get<std::int64_t>(*a));
+          else x = T(attrs.number("value"));
+          *v.owner->template data<T>() = x;
+        });
+        --stats.materialised_values;  // a scalar, not a pass over memory
+        return;
+      }
+      const runtime_op& op = *find_runtime_op(n.op);
+      switch (op.kind) {
+        case node_kind::reduction: {
+          const auto mask = reduced_mask(id);
+          slot& v = fresh(id);
+          op.reduce(array_of(n.inputs[0]), mask, array_of(id));
+          (void)v;
+          break;
+        }
+        case node_kind::view: {
+          const slot& in = values[n.inputs[0]];
+          const auto l = op.view(attrs, runtime_layout::contiguous(in.extents), who(id));
+          slot& v = values[id];
+          const std::size_t esize = dtype_size(v.type);
+          if (runtime_detail::is_contiguous(l)) {
+            v.owner = in.owner;  // shares the operand's storage
+            v.data = static_cast<const char*>(in.data) + l.offset * esize;
+            v.ready = true;
+          } else {
+            fresh(id);
+            runtime_detail::copy_strided(static_cast<const char*>(in.data), l, static_cast<char*>(const_cast<void*>(v.data)), esize);
+          }
+          break;
+        }
+        default: {
+          std::vector<runtime_array> in;
+          for (auto i : n.inputs) in.push_back(array_of(i));
+          fresh(id);
+          op.kernel_run(attrs, array_of(id), in);
+        }
+      }
+    }
+
+    // One pass over the group's extents: per tile, each member's SIMD loop in order; stored members
+    // write straight into their own storage, the others into per-thread tile buffers.
+    void run_group(int gi) {
+      group& gr = groups[gi];
+      const auto& members = gr.members;
+      std::vector<std::uint32_t> externals;
+      for (auto m : members)
+        for (auto i : node(m).inputs)
+          if (group_of[i] != gi && std::find(externals.begin(), externals.end(), i) == externals.end())
+            externals.push_back(i);
+      for (auto e : externals) ensure(e);
+      if (values[members.front()].ready) return;  // ensured while running an external (cannot happen, but harmless)
+
+      std::vector<bool> stored(members.size());
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        stored[k] = uses[members[k]] > 0;
+        if (stored[k]) fresh(members[k]);
+      }
+      ++stats.fused_groups;
+      stats.fused_nodes += members.size();
+
+      // Strides of each external in the group's index space (0 along broadcast axes), then axes
+      // merged where every external is contiguous across them.
+      const runtime_extents& E = gr.extents;
+      const std::size_t rank = E.size();
+      std::vector<std::vector<std::size_t>> strides(externals.size(), std::vector<std::size_t>(rank, 0));
+      for (std::size_t k = 0; k < externals.size(); ++k) {
+        const auto& x = values[externals[k]].extents;
+        std::size_t s = 1;
+        for (std::size_t i = x.size(); i-- > 0;) {
+          if (x[i] != 1) strides[k][rank - x.size() + i] = s;
+          s *= x[i];
+        }
+      }
+      std::vector<std::size_t> dims;
+      std::vector<std::vector<std::size_t>> dstrides(externals.size());
+      for (std::size_t i = 0; i < rank; ++i) {
+        if (E[i] == 1) continue;
+        bool merge_with_previous = !dims.empty();
+        for (std::size_t k = 0; merge_with_previous && k < externals.size(); ++k)
+          merge_with_previous = dstrides[k].back() == strides[k][i] * E[i];
+        if (merge_with_previous) {
+          dims.back() *= E[i];
+          for (std::size_t k = 0; k < externals.size(); ++k) dstrides[k].back() = strides[k][i];
+        } else {
+          dims.push_back(E[i]);
+          for (std::size_t k = 0; k < externals.size(); ++k) dstrides[k].push_back(strides[k][i]);
+        }
+      }
+      if (dims.empty()) {
+        dims.push_back(1);
+        for (auto& d : dstrides) d.push_back(0);
+      }
+      const std::size_t inner = dims.back(), total = element_count(E);
+      const std::size_t tile = std::max<std::size_t>(16, self.options_.tile_elements);
+
+      // Where each member's operands come from: an external (index) or a member (index).
+      struct operand_ref {
+        bool external;
+        std::size_t index;
+      };
+      std::vector<std::vector<operand_ref>> operands(members.size());
+      for (std::size_t k = 0; k < members.size(); ++k)
+        for (auto i : node(members[k]).inputs) {
+          if (group_of[i] == gi) {
+            operands[k].push_back({false, std::size_t(std::find(members.begin(), members.end(), i) - members.begin())});
+          } else {
+            operands[k].push_back({true, std::size_t(std::find(externals.begin(), externals.end(), i) - externals.begin())});
+          }
+        }
+      std::vector<bool> splat_all(externals.size()), inner_splat(externals.size());
+      for (std::size_t k = 0; k < externals.size(); ++k) {
+        inner_splat[k] = dstrides[k].back() == 0;
+        splat_all[k] = std::all_of(dstrides[k].begin(), dstrides[k].end(), [](std::size_t s) { return s == 0; });
+      }
+
+      if (total == 0) return;
+      auto body = [&](std::size_t, std::size_t begin, std::size_t end) {
+        std::vector<aligned_buffer<unsigned char>> scratch;
+        std::vector<void*> member_ptr(members.size());
+        std::vector<const void*> external_ptr(externals.size());
+        std::vector<aligned_buffer<unsigned char>> splats(externals.size());
+        for (std::size_t k = 0; k < externals.size(); ++k)
+          if (inner_splat[k]) splats[k] = aligned_buffer<unsigned char>(tile * dtype_size(values[externals[k]].type));
+        for (std::size_t k = 0; k < externals.size(); ++k)
+          if (splat_all[k]) fill_splat(splats[k].data(), values[externals[k]].data, values[externals[k]].type, tile);
+        for (std::size_t k = 0; k < members.size(); ++k)
+          if (!stored[k]) scratch.emplace_back(tile * dtype_size(values[members[k]].type));
+        std::vector<std::size_t> index(dims.size());
+        std::vector<const void*> args;
+        for (std::size_t pos = begin; pos < end;) {
+          std::size_t row = pos / inner, col = pos % inner;
+          const std::size_t n = std::min({tile, inner - col, end - pos});
+          for (std::size_t d = dims.size() - 1; d-- > 0;) {
+            index[d] = row % dims[d];
+            row /= dims[d];
+          }
+          for (std::size_t k = 0; k < externals.size(); ++k) {
+            const slot& x = values[externals[k]];
+            const std::size_t esize = dtype_size(x.type);
+            if (splat_all[k]) {
+              external_ptr[k] = splats[k].data();
+              continue;
+            }
+            std::size_t at = col * dstrides[k].back();
+            for (std::size_t d = 0; d + 1 < dims.size(); ++d) at += index[d] * dstrides[k][d];
+            if (inner_splat[k]) {
+              fill_splat(splats[k].data(), static_cast<const char*>(x.data) + at * esize, x.type, n);
+              external_ptr[k] = splats[k].data();
+            } else {
+              external_ptr[k] = static_cast<const char*>(x.data) + at * esize;
+            }
+          }
+          for (std::size_t k = 0, s = 0; k < members.size(); ++k) {
+            const slot& m = values[members[k]];
+            member_ptr[k] = stored[k] ? static_cast<void*>(static_cast<char*>(const_cast<void*>(m.data)) + pos * dtype_size(m.type))
+                                      : static_cast<void*>(scratch[s++].data());
+            args.clear();
+            for (const auto& r : operands[k]) args.push_back(r.external ? external_ptr[r.index] : member_ptr[r.index]);
+            kernels[members[k]]->run(args.data(), member_ptr[k], n);
+          }
+          pos += n;
+        }
+      };
+      cpu::parallel_chunks(total, tile, body);
+      for (auto m : members) values[m].ready = true;
+      release_inputs_of(members, gi);
+    }
+
+    static void fill_splat(void* dst, const void* value, dtype type, std::size_t n) {
+      const std::size_t esize = dtype_size(type);
+      for (std::size_t i = 0; i < n; ++i) std::memcpy(static_cast<char*>(dst) + i * esize, value, esize);
+    }
+
+    // Outputs computed into storage of their own are moved out; the rest (feeds, aliases, repeats)
+    // are copied.
+    std::vector<runtime_tensor> take_outputs() {
+      std::vector<runtime_tensor> out;
+      for (std::size_t k = 0; k < g.outputs.size(); ++k) {
+        slot& v = values[g.outputs[k]];
+        const bool repeated = std::count(g.outputs.begin() + std::ptrdiff_t(k) + 1, g.outputs.end(), g.outputs[k]) > 0;
+        if (!repeated && v.owner && v.owner.use_count() == 1 && v.data == v.owner->bytes() &&
+            v.owner->extents() == v.extents) {
+          out.push_back(std::move(*v.owner));
+          continue;
+        }
+        runtime_tensor t(v.type, v.extents);
+        if (t.byte_size()) std::memcpy(t.bytes(), v.data, t.byte_size());
+        out.push_back(std::move(t));
+      }
+      return out;
+    }
+  };
+
+  graph graph_;
+  interpreter_options options_;
+  mutable interpreter_stats stats_;
+};
+
+// Evaluates a graph once: interpreter(g).run(feeds, store).
+inline std::vector<runtime_tensor> run_graph(const graph& g, const runtime_feeds& feeds, const params* store = nullptr) {
+  return interpreter(g).run(feeds, store);
+}
+
+}  // namespace symflow

@@ -2,7 +2,9 @@
 # Installs the Debian packages symflow's build, tests, benchmarks and examples need, if missing.
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libeigen3-dev libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
-          nlohmann-json3-dev zlib1g-dev python3 python3-numpy)
+          nlohmann-json3-dev zlib1g-dev python3 python3-numpy
+          clang-14 libclang-rt-14-dev
+          dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -44,6 +44,17 @@ class params {
     entries_.insert_or_assign(std::move(name), std::move(e));
   }
 
+  // Stores a value already in type-erased form (what a checkpoint loader builds).
+  void set_entry(std::string name, entry value) {
+    std::size_t count = 1;
+    for (std::size_t e : value.extents) count *= e;
+    if (value.bytes.size() != count * dtype_size(value.type))
+      throw value_error("params: variable '" + name + "' has " + std::to_string(value.bytes.size()) +
+                        " bytes, shape " + format_extents(value.extents) + " of " +
+                        std::string(dtype_name(value.type)) + " needs " + std::to_string(count * dtype_size(value.type)));
+    entries_.insert_or_assign(std::move(name), std::move(value));
+  }
+
   bool contains(std::string_view name) const { return entries_.find(name) != entries_.end(); }
   std::size_t size() const { return entries_.size(); }
   std::vector<std::string> names() const {

@@ -130,6 +130,9 @@ TEST(Npy, RefusesMalformedFiles) {
   bad[6] = 9;
   expect_npy_error([&] { read_npy(bad); }, {"unsupported format version 9.0"});
   bad = ok;
+  bad[7] = 5;  // NumPy reads only x.0 files
+  expect_npy_error([&] { read_npy(bad); }, {"unsupported format version 1.5", "at byte 7"});
+  bad = ok;
   bad[9] = 0x40;  // header length 16384 + ...
   expect_npy_error([&] { read_npy(bad); }, {"truncated: the header is"});
   for (std::size_t n = 0; n < ok.size(); ++n) EXPECT_THROW(read_npy(ok.data(), n), npy_error) << n;
@@ -153,6 +156,11 @@ TEST(Npy, RefusesMalformedFiles) {
                    {"'descr' appears twice"});
   expect_npy_error([&] { read_npy(header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }")); },
                    {"non-negative integer"});
+  // Python reads "(6)" as the integer 6; NumPy refuses it as a shape.
+  expect_npy_error([&] { read_npy(header("{'descr': '<f4', 'fortran_order': False, 'shape': (6), }")); },
+                   {"a one-axis shape is written (n,)"});
+  EXPECT_EQ(read_npy(header("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }")).extents,
+            (std::vector<std::int64_t>{6}));
   expect_npy_error([&] { read_npy(header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3 }")); },
                    {"expected ',' or ')'"});
   expect_npy_error([&] { read_npy(header("{'descr': '<f4, 'fortran_order': False, 'shape': (2, 3), }")); },

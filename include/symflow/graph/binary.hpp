@@ -189,8 +189,10 @@ class binary_reader {
   graph_tensor tensor(const char* what) {
     graph_tensor t;
     t.type = type_code(what);
+    const std::size_t extents_at = pos_;
     t.extents = extents(what);
-    const std::uint64_t elements = checked_element_count("graph binary", what, t.extents, false);
+    const std::uint64_t elements = checked_element_count(
+        "graph binary", std::string(what) + " at byte " + std::to_string(base_ + extents_at), t.extents, false);
     const std::uint64_t n = u64(what);
     if (n != elements * dtype_size(t.type))
       fail(std::string(what) + ": " + std::to_string(n) + " bytes of data for " + std::to_string(elements) + " " +

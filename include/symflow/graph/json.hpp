@@ -64,6 +64,81 @@ inline ojson json_attribute(const attribute_value& v) {
       v);
 }
 
+// A key as one reference token of a JSON pointer (RFC 6901): "~" and "/" escaped.
+inline std::string json_pointer_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+// Watches the parser, so that hostile structure is refused while the text is read, with the JSON
+// pointer of where: duplicate keys (nlohmann-json would silently keep one of the values), objects
+// with more keys than any graph object has (inserting into an ordered object costs time linear in
+// its size, so one huge object would take quadratic time), and nesting deeper than any graph file
+// needs (which also bounds the bookkeeping here).
+class json_structure_guard {
+ public:
+  static constexpr std::size_t max_depth = 16;  // a graph file nests 5 deep: /nodes/3/attrs/axes/0
+  static constexpr std::size_t max_keys = 64;   // a node has 9 keys, an attrs object at most 3
+
+  bool operator()(int /*depth*/, ojson::parse_event_t event, ojson& parsed) {
+    using event_t = ojson::parse_event_t;
+    switch (event) {
+      case event_t::object_start:
+      case event_t::array_start:
+        if (open_.size() == max_depth)
+          fail(pointer(open_.size()), "nesting deeper than " + std::to_string(max_depth) + " levels");
+        open_.push_back({event == event_t::object_start, 0, {}});
+        break;
+      case event_t::key: {
+        auto& keys = open_.back().keys;
+        const auto& key = parsed.get_ref<const std::string&>();
+        if (keys.size() == max_keys)
+          fail(pointer(open_.size() - 1), "an object with more than " + std::to_string(max_keys) + " keys");
+        for (const auto& k : keys)
+          if (k == key) fail(pointer(open_.size() - 1) + "/" + json_pointer_token(key), "duplicate key \"" + key + "\"");
+        keys.push_back(key);
+        break;
+      }
+      case event_t::object_end:
+      case event_t::array_end:
+        open_.pop_back();
+        element_done();
+        break;
+      case event_t::value: element_done(); break;
+    }
+    return true;
+  }
+
+ private:
+  struct container {
+    bool is_object;
+    std::size_t index;              // arrays: elements completed so far
+    std::vector<std::string> keys;  // objects: keys so far, the last one being read
+  };
+  [[noreturn]] static void fail(const std::string& path, const std::string& what) {
+    throw graph_error("graph JSON: " + (path.empty() ? std::string("/") : path) + ": " + what);
+  }
+  void element_done() {
+    if (!open_.empty() && !open_.back().is_object) ++open_.back().index;
+  }
+  // The pointer to the element being read in the outermost `levels` open containers.
+  std::string pointer(std::size_t levels) const {
+    std::string out;
+    for (std::size_t i = 0; i < levels; ++i) {
+      const container& c = open_[i];
+      if (!c.is_object) out += "/" + std::to_string(c.index);
+      else if (!c.keys.empty()) out += "/" + json_pointer_token(c.keys.back());
+    }
+    return out;
+  }
+  std::vector<container> open_;
+};
+
 // Reading: every accessor names the JSON pointer of what it reads.
 class json_reader {
  public:
@@ -80,7 +155,7 @@ class json_reader {
     for (const auto& [k, v] : obj.items()) {
       bool known = false;
       for (auto key : keys) known = known || key == k;
-      if (!known) fail(path, "unknown key \"" + k + "\"");
+      if (!known) fail(path + "/" + json_pointer_token(k), "unknown key \"" + k + "\"");
     }
   }
   static const ojson& array(const ojson& obj, const std::string& path, const char* key) {
@@ -278,7 +353,7 @@ inline graph load_graph_json(std::string_view text) {
   using detail::ojson;
   ojson doc;
   try {
-    doc = ojson::parse(text.begin(), text.end());
+    doc = ojson::parse(text.begin(), text.end(), detail::json_structure_guard{});
   } catch (const ojson::exception& e) {
     throw graph_error(std::string("graph JSON: malformed JSON: ") + e.what());
   }
@@ -344,7 +419,7 @@ inline graph load_graph_json(std::string_view text) {
     const ojson& attrs = json_reader::field(o, path, "attrs");
     if (!attrs.is_object()) json_reader::fail(path + "/attrs", "expected an object");
     for (const auto& [key, value] : attrs.items())
-      n.attributes.push_back({key, json_reader::attribute(value, path + "/attrs/" + key)});
+      n.attributes.push_back({key, json_reader::attribute(value, path + "/attrs/" + detail::json_pointer_token(key))});
     n.type = json_reader::type(o, path);
     n.where = json_reader::location(o, path);
     // A floating literal's value may be written as an integer or as "nan"/"inf"/"-inf".

@@ -121,9 +121,12 @@ class npy_header_parser {
   std::vector<std::int64_t> tuple() {
     expect('(');
     std::vector<std::int64_t> out;
+    bool comma_after_last = false;
     for (;;) {
       skip();
       if (peek() == ')') {
+        // Python reads "(3)" as the integer 3, and NumPy refuses it as a shape.
+        if (out.size() == 1 && !comma_after_last) fail("a one-axis shape is written (n,), not (n)");
         ++i_;
         return out;
       }
@@ -137,7 +140,8 @@ class npy_header_parser {
       if (out.size() == graph_max_rank) fail("more than " + std::to_string(graph_max_rank) + " axes");
       out.push_back(static_cast<std::int64_t>(v));
       skip();
-      if (peek() == ',') ++i_;
+      comma_after_last = peek() == ',';
+      if (comma_after_last) ++i_;
       else if (peek() != ')') fail("expected ',' or ')' in the shape");
     }
   }
@@ -152,9 +156,12 @@ inline graph_tensor read_npy(const unsigned char* data, std::size_t size) {
   static constexpr unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (size < 6 || std::memcmp(data, magic, 6) != 0) npy_fail("wrong magic (not a .npy file)", 0);
   if (size < 10) npy_fail("truncated header", size);
-  const unsigned major = data[6];
+  const unsigned major = data[6], minor = data[7];
   std::size_t header_len = 0, start = 0;
-  if (major == 1) {
+  // NumPy itself reads only x.0: a minor version would announce a layout this reader does not know.
+  if (minor != 0) {
+    npy_fail("unsupported format version " + std::to_string(major) + "." + std::to_string(minor), 7);
+  } else if (major == 1) {
     header_len = std::size_t(data[8]) | (std::size_t(data[9]) << 8);
     start = 10;
   } else if (major == 2 || major == 3) {
@@ -163,7 +170,7 @@ inline graph_tensor read_npy(const unsigned char* data, std::size_t size) {
                  (std::size_t(data[11]) << 24);
     start = 12;
   } else {
-    npy_fail("unsupported format version " + std::to_string(major) + "." + std::to_string(data[7]), 6);
+    npy_fail("unsupported format version " + std::to_string(major) + ".0", 6);
   }
   if (header_len > size - start)
     npy_fail("truncated: the header is " + std::to_string(header_len) + " bytes, the file has " +

@@ -1,4 +1,5 @@
 #pragma once
+#include <vector>
 #include <array>
 #include <source_location>
 
@@ -120,6 +121,26 @@ struct reduction_function {
   auto operator()(const A& a, axes_t<Axes...> ax, keepdims_t k,
                   std::source_location where = std::source_location::current()) const {
     return make_reduction<Op>(a, ax, where, k);
+  }
+  // Other operands (a graph builder's handles, graph/runtime/builder.hpp) reduce through the
+  // reduce_value function found next to their type, with the axes as values.
+  template <class A, class... Rest>
+    requires(!expression<A>) && requires(const A& a) { reduce_value(Op{}, a, std::vector<int>{}, false); }
+  auto operator()(const A& a, const Rest&... rest) const {
+    std::vector<int> axes;
+    bool keep = false;
+    auto read = [&]<class R>(const R&) {
+      if constexpr (std::is_same_v<R, keepdims_t>) keep = true;
+      else axes = axes_of(R{});
+    };
+    (read(rest), ...);
+    return reduce_value(Op{}, a, axes, keep);
+  }
+
+ private:
+  template <int... Axes>
+  static std::vector<int> axes_of(axes_t<Axes...>) {
+    return {Axes...};
   }
 };
 

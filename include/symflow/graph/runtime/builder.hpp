@@ -40,7 +40,11 @@ class graph_builder {
     for (const auto& l : g.inputs) add_entry(entry_kind::input, inputs_.size()), inputs_.push_back(l);
     for (const auto& l : g.parameters) add_entry(entry_kind::parameter, parameters_.size()), parameters_.push_back(l);
     for (const auto& c : g.constants) add_entry(entry_kind::constant, constants_.size()), constants_.push_back(c);
-    for (const auto& n : g.nodes) add_entry(entry_kind::node, nodes_.size()), nodes_.push_back(n);
+    for (const auto& n : g.nodes) {
+      add_entry(entry_kind::node, nodes_.size());
+      nodes_.push_back(n);
+      refine_type(nodes_.back());
+    }
     for (auto o : g.outputs) outputs_.push_back(handle(o));
   }
 
@@ -230,6 +234,23 @@ class graph_builder {
     }
   }
 
+  // A graph lowered from a type may leave an extent unknown that its operands decide (a slice of a
+  // static shape): the ops' runtime rules fill it in, so later rules see it.
+  void refine_type(graph_node& n) const {
+    const runtime_op* op = n.op == "literal" ? nullptr : find_runtime_op(n.op);
+    if (!op) return;
+    std::vector<graph_handle> inputs;
+    for (auto i : n.inputs) inputs.push_back(graph_handle{const_cast<graph_builder*>(this), i});
+    try {
+      const graph_type t = infer(*op, n, inputs);
+      if (t.type != n.type.type || t.shape.size() != n.type.shape.size()) return;
+      for (std::size_t i = 0; i < t.shape.size(); ++i)
+        if (n.type.shape[i] < 0 && t.shape[i] >= 0) n.type.shape[i] = t.shape[i];
+    } catch (const error&) {
+      // the declared type stands; the interpreter checks it at run time
+    }
+  }
+
   std::vector<entry> entries_;
   std::vector<graph_leaf> inputs_, parameters_;
   std::vector<graph_constant> constants_;
@@ -240,52 +261,59 @@ class graph_builder {
 
 inline const graph_type& graph_handle::type() const { return builder->type_of(id); }
 
-// The ops on handles, named and spelled as on expression types.
-namespace graph_ops {
-namespace detail {
+// sum, mean, max and min on handles: sum(h), sum(h, axes<1>), sum(h, axes<-1>, keepdims), as on
+// expression types (reduction_function forwards here); no axes means all of them.
+template <class Op>
+graph_handle reduce_value(Op, const graph_handle& x, std::vector<int> axes, bool keepdims) {
+  std::vector<std::int64_t> list;
+  if (axes.empty())
+    for (std::size_t i = 0; i < x.rank(); ++i) list.push_back(std::int64_t(i));
+  for (int a : axes) list.push_back(a < 0 ? std::int64_t(x.rank()) + a : a);
+  return x.builder->apply(Op::name, {x}, {{"axes", std::move(list)}, {"keepdims", keepdims}});
+}
+
+// The ops on handles, named and spelled as on expression types (an inline namespace: found by
+// argument-dependent lookup on graph_handle, or named explicitly).
+inline namespace graph_ops {
+namespace handle_detail {
 inline graph_handle scalar_like(double v, const graph_handle& like) { return like.builder->literal_like(v, like); }
 inline graph_handle unary(std::string_view op, const graph_handle& x) { return x.builder->apply(op, {x}); }
 inline graph_handle binary(std::string_view op, const graph_handle& a, const graph_handle& b) {
   return a.builder->apply(op, {a, b});
-}
-inline std::vector<std::int64_t> axes_list(std::initializer_list<int> axes, std::size_t rank) {
-  std::vector<std::int64_t> out;
-  for (int a : axes) out.push_back(a < 0 ? std::int64_t(rank) + a : a);
-  return out;
 }
 inline std::vector<std::int64_t> all_axes(std::size_t rank) {
   std::vector<std::int64_t> out(rank);
   for (std::size_t i = 0; i < rank; ++i) out[i] = std::int64_t(i);
   return out;
 }
-}  // namespace detail
+}  // namespace handle_detail
 
-inline graph_handle operator+(const graph_handle& a, const graph_handle& b) { return detail::binary(ops::add_op::name, a, b); }
-inline graph_handle operator-(const graph_handle& a, const graph_handle& b) { return detail::binary(ops::sub_op::name, a, b); }
-inline graph_handle operator*(const graph_handle& a, const graph_handle& b) { return detail::binary(ops::mul_op::name, a, b); }
-inline graph_handle operator/(const graph_handle& a, const graph_handle& b) { return detail::binary(ops::div_op::name, a, b); }
-inline graph_handle operator+(const graph_handle& a, double b) { return a + detail::scalar_like(b, a); }
-inline graph_handle operator-(const graph_handle& a, double b) { return a - detail::scalar_like(b, a); }
-inline graph_handle operator*(const graph_handle& a, double b) { return a * detail::scalar_like(b, a); }
-inline graph_handle operator/(const graph_handle& a, double b) { return a / detail::scalar_like(b, a); }
-inline graph_handle operator+(double a, const graph_handle& b) { return detail::scalar_like(a, b) + b; }
-inline graph_handle operator-(double a, const graph_handle& b) { return detail::scalar_like(a, b) - b; }
-inline graph_handle operator*(double a, const graph_handle& b) { return detail::scalar_like(a, b) * b; }
-inline graph_handle operator/(double a, const graph_handle& b) { return detail::scalar_like(a, b) / b; }
-inline graph_handle operator-(const graph_handle& x) { return detail::unary(ops::neg_op::name, x); }
+inline graph_handle operator+(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::add_op::name, a, b); }
+inline graph_handle operator-(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::sub_op::name, a, b); }
+inline graph_handle operator*(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::mul_op::name, a, b); }
+inline graph_handle operator/(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::div_op::name, a, b); }
+inline graph_handle operator+(const graph_handle& a, double b) { return a + handle_detail::scalar_like(b, a); }
+inline graph_handle operator-(const graph_handle& a, double b) { return a - handle_detail::scalar_like(b, a); }
+inline graph_handle operator*(const graph_handle& a, double b) { return a * handle_detail::scalar_like(b, a); }
+inline graph_handle operator/(const graph_handle& a, double b) { return a / handle_detail::scalar_like(b, a); }
+inline graph_handle operator+(double a, const graph_handle& b) { return handle_detail::scalar_like(a, b) + b; }
+inline graph_handle operator-(double a, const graph_handle& b) { return handle_detail::scalar_like(a, b) - b; }
+inline graph_handle operator*(double a, const graph_handle& b) { return handle_detail::scalar_like(a, b) * b; }
+inline graph_handle operator/(double a, const graph_handle& b) { return handle_detail::scalar_like(a, b) / b; }
+inline graph_handle operator-(const graph_handle& x) { return handle_detail::unary(ops::neg_op::name, x); }
 
-inline graph_handle exp(const graph_handle& x) { return detail::unary(ops::exp_op::name, x); }
-inline graph_handle log(const graph_handle& x) { return detail::unary(ops::log_op::name, x); }
-inline graph_handle sin(const graph_handle& x) { return detail::unary(ops::sin_op::name, x); }
-inline graph_handle cos(const graph_handle& x) { return detail::unary(ops::cos_op::name, x); }
-inline graph_handle tanh(const graph_handle& x) { return detail::unary(ops::tanh_op::name, x); }
-inline graph_handle sigmoid(const graph_handle& x) { return detail::unary(ops::sigmoid_op::name, x); }
-inline graph_handle relu(const graph_handle& x) { return detail::unary(ops::relu_op::name, x); }
-inline graph_handle sqrt(const graph_handle& x) { return detail::unary(ops::sqrt_op::name, x); }
-inline graph_handle square(const graph_handle& x) { return detail::unary(ops::square_op::name, x); }
-inline graph_handle abs(const graph_handle& x) { return detail::unary(ops::abs_op::name, x); }
-inline graph_handle maximum(const graph_handle& a, const graph_handle& b) { return detail::binary(ops::maximum_op::name, a, b); }
-inline graph_handle minimum(const graph_handle& a, const graph_handle& b) { return detail::binary(ops::minimum_op::name, a, b); }
+inline graph_handle exp(const graph_handle& x) { return handle_detail::unary(ops::exp_op::name, x); }
+inline graph_handle log(const graph_handle& x) { return handle_detail::unary(ops::log_op::name, x); }
+inline graph_handle sin(const graph_handle& x) { return handle_detail::unary(ops::sin_op::name, x); }
+inline graph_handle cos(const graph_handle& x) { return handle_detail::unary(ops::cos_op::name, x); }
+inline graph_handle tanh(const graph_handle& x) { return handle_detail::unary(ops::tanh_op::name, x); }
+inline graph_handle sigmoid(const graph_handle& x) { return handle_detail::unary(ops::sigmoid_op::name, x); }
+inline graph_handle relu(const graph_handle& x) { return handle_detail::unary(ops::relu_op::name, x); }
+inline graph_handle sqrt(const graph_handle& x) { return handle_detail::unary(ops::sqrt_op::name, x); }
+inline graph_handle square(const graph_handle& x) { return handle_detail::unary(ops::square_op::name, x); }
+inline graph_handle abs(const graph_handle& x) { return handle_detail::unary(ops::abs_op::name, x); }
+inline graph_handle maximum(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::maximum_op::name, a, b); }
+inline graph_handle minimum(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::minimum_op::name, a, b); }
 inline graph_handle where(const graph_handle& m, const graph_handle& a, const graph_handle& b) {
   return m.builder->apply(ops::where_op::name, {m, a, b});
 }
@@ -293,11 +321,11 @@ inline graph_handle cast(const graph_handle& x, dtype to) {
   return x.builder->apply(ops::cast_op<float>::name, {x}, {{"to", std::string(dtype_name(to))}});
 }
 
-inline graph_handle matmul(const graph_handle& a, const graph_handle& b) { return detail::binary(ops::matmul_op::name, a, b); }
+inline graph_handle matmul(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::matmul_op::name, a, b); }
 // Swaps the last two axes (a matrix transpose), or reorders axes by `perm`.
 inline graph_handle transpose(const graph_handle& x, std::vector<std::int64_t> perm = {}) {
   if (perm.empty()) {
-    perm = detail::all_axes(x.rank());
+    perm = handle_detail::all_axes(x.rank());
     if (perm.size() >= 2) std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
   }
   return x.builder->apply(ops::permute_op<0>::name, {x}, {{"perm", perm}});
@@ -316,34 +344,15 @@ inline graph_handle one_hot(const graph_handle& labels, std::int64_t depth, dtyp
                                {{"depth", depth}, {"to", std::string(dtype_name(to))}});
 }
 
-namespace detail {
-inline graph_handle reduce(std::string_view op, const graph_handle& x, std::vector<std::int64_t> axes, bool keepdims) {
-  return x.builder->apply(op, {x}, {{"axes", std::move(axes)}, {"keepdims", keepdims}});
-}
-}  // namespace detail
-// Reductions over all axes, or over `axes` (negative counts from the end).
-inline graph_handle sum(const graph_handle& x) { return detail::reduce(ops::sum_op::name, x, detail::all_axes(x.rank()), false); }
-inline graph_handle sum(const graph_handle& x, std::initializer_list<int> axes, bool keepdims = false) {
-  return detail::reduce(ops::sum_op::name, x, detail::axes_list(axes, x.rank()), keepdims);
-}
-inline graph_handle mean(const graph_handle& x) { return detail::reduce(ops::mean_op::name, x, detail::all_axes(x.rank()), false); }
-inline graph_handle mean(const graph_handle& x, std::initializer_list<int> axes, bool keepdims = false) {
-  return detail::reduce(ops::mean_op::name, x, detail::axes_list(axes, x.rank()), keepdims);
-}
-inline graph_handle max(const graph_handle& x, std::initializer_list<int> axes, bool keepdims = false) {
-  return detail::reduce(ops::max_op::name, x, detail::axes_list(axes, x.rank()), keepdims);
-}
 // log(sum(exp(x))) over the last axis, stabilised by the maximum (as logsumexp on types).
 inline graph_handle logsumexp(const graph_handle& x) {
-  const int last = int(x.rank()) - 1;
-  auto m = max(x, {last}, true);
-  return log(sum(exp(x - m), {last})) + sum(m, {last});  // summing the kept unit axis drops it
+  auto m = reduce_value(ops::max_op{}, x, {-1}, true);
+  // summing the kept unit axis drops it
+  return log(reduce_value(ops::sum_op{}, exp(x - m), {-1}, false)) + reduce_value(ops::sum_op{}, m, {-1}, false);
 }
 inline graph_handle log_softmax(const graph_handle& x) {
-  const int last = int(x.rank()) - 1;
-  auto m = max(x, {last}, true);
-  auto shifted = x - m;
-  return shifted - log(sum(exp(shifted), {last}, true));
+  auto shifted = x - reduce_value(ops::max_op{}, x, {-1}, true);
+  return shifted - log(reduce_value(ops::sum_op{}, exp(shifted), {-1}, true));
 }
 }  // namespace graph_ops
 

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../../symbolic/grad.hpp"
 #include "../../symbolic/simplify.hpp"
 #include "../to_graph.hpp"
 #include "../validate.hpp"
@@ -31,17 +32,17 @@ struct rule_fragment {
 template <class Adjoints>
 rule_fragment fragment_of(const Adjoints& adjoints) {
   rule_fragment f;
+  // Which operands have an adjoint, decided from the types in operand order (function arguments
+  // are evaluated in an unspecified order, so this is not recorded while building `kept`).
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    int next = 0;
+    ((f.operand_output.push_back(is_no_gradient_v<std::tuple_element_t<I, Adjoints>> ? -1 : next++)), ...);
+  }(std::make_index_sequence<std::tuple_size_v<Adjoints>>{});
   auto kept = std::apply(
       [&](const auto&... a) {
         return std::tuple_cat([&](const auto& x) {
-          if constexpr (is_no_gradient_v<std::remove_cvref_t<decltype(x)>>) {
-            f.operand_output.push_back(-1);
-            return std::tuple<>{};
-          } else {
-            f.operand_output.push_back(int(std::count_if(f.operand_output.begin(), f.operand_output.end(),
-                                                         [](int i) { return i >= 0; })));
-            return std::tuple{simplify(x)};
-          }
+          if constexpr (is_no_gradient_v<std::remove_cvref_t<decltype(x)>>) return std::tuple<>{};
+          else return std::tuple{simplify(x)};
         }(a)...);
       },
       adjoints);

@@ -216,15 +216,20 @@ class interpreter {
 
     bool fusible(std::uint32_t id) const { return is_node(id) && kernels[id].has_value(); }
 
-    // Does value `from` depend on a member of group `gi` (whose smallest id is `lowest`)?
-    bool depends_on_group(std::uint32_t from, int gi, std::uint32_t lowest) const {
+    // Does value `from` depend on a member of group `gi`? A value in another group waits for
+    // everything that group reads, so the search goes through all its members (and so node ids
+    // give no bound: an early node's group may hold later ones).
+    bool depends_on_group(std::uint32_t from, int gi) const {
       std::vector<std::uint32_t> stack{from};
       std::set<std::uint32_t> seen;
+      std::set<int> expanded;
       while (!stack.empty()) {
         const auto v = stack.back();
         stack.pop_back();
-        if (v < lowest || !is_node(v) || !seen.insert(v).second) continue;
+        if (!is_node(v) || !seen.insert(v).second) continue;
         if (group_of[v] == gi) return true;
+        if (group_of[v] >= 0 && expanded.insert(group_of[v]).second)
+          for (auto m : groups[std::size_t(group_of[v])].members) stack.push_back(m);
         for (auto i : node(v).inputs) stack.push_back(i);
       }
       return false;
@@ -259,26 +264,21 @@ class interpreter {
       for (auto& gr : groups) std::sort(gr.members.begin(), gr.members.end());
     }
     bool can_join(std::uint32_t id, int gi) const {
-      const std::uint32_t lowest = groups[gi].members.front();
       for (auto i : node(id).inputs)
-        if (group_of[i] != gi && depends_on_group(i, gi, lowest)) return false;
+        if (group_of[i] != gi && depends_on_group(i, gi)) return false;
       return true;
     }
     // Merging group b (and node id) into a: neither may read a value depending on the other.
     bool can_merge(int a, int b, std::uint32_t id) const {
       auto externals_clear = [&](int reader, int other) {
-        const std::uint32_t lowest = *std::min_element(groups[other].members.begin(), groups[other].members.end());
         for (auto m : groups[reader].members)
           for (auto i : node(m).inputs)
-            if (group_of[i] != reader && group_of[i] != other && depends_on_group(i, other, lowest)) return false;
+            if (group_of[i] != reader && group_of[i] != other && depends_on_group(i, other)) return false;
         return true;
       };
       if (!externals_clear(a, b) || !externals_clear(b, a)) return false;
       for (auto i : node(id).inputs)
-        if (group_of[i] != a && group_of[i] != b &&
-            (depends_on_group(i, b, *std::min_element(groups[b].members.begin(), groups[b].members.end())) ||
-             depends_on_group(i, a, *std::min_element(groups[a].members.begin(), groups[a].members.end()))))
-          return false;
+        if (group_of[i] != a && group_of[i] != b && (depends_on_group(i, b) || depends_on_group(i, a))) return false;
       return true;
     }
     void merge(int into, int from) {

@@ -20,7 +20,8 @@ extents_t<S::rank> checked_parameter_extents(std::string_view store, std::string
     throw value_error(who + " holds " + std::string(dtype_name(stored)) + " values, not " +
                       std::string(dtype_name(dtype_v<T>)));
   extents_t<S::rank> ext{};
-  if (extents.size() == S::rank) std::copy(extents.begin(), extents.end(), ext.begin());
+  if constexpr (S::rank > 0)
+    if (extents.size() == S::rank) std::copy(extents.begin(), extents.end(), ext.begin());
   if (extents.size() != S::rank || !extents_match<S>(ext))
     throw shape_error(who + " has shape " + format_extents(extents) + ", expected " + shape_string<S>());
   return ext;

@@ -1,20 +1,32 @@
 #pragma once
 #include "../../core/tensor.hpp"
+#include "../../debug/nonfinite_report.hpp"
 #include "evaluators.hpp"
 #include "multi_output.hpp"
 
 namespace symflow {
 
 namespace cpu {
+// Computes one output; returns false when check_numerics is on and the output holds NaN or
+// infinities (checked inside the fused pass, or by a scan of what other paths wrote).
 template <class Ev, class Ctx, class T>
-void compute(Ev& ev, Ctx& ctx, T* out) {
+bool compute(Ev& ev, Ctx& ctx, T* out) {
   if constexpr (requires { ev.compute_into(out, ctx); }) {
     ev.compute_into(out, ctx);
+    return !check_numerics_enabled() || all_finite(dtype_v<T>, out, element_count<Ev::rank>(ev.extents));
   } else {
     ev.prepare(ctx);
-    run_map<T>(ev, frame::of<Ev::rank>(ev.extents), out);
+    const bool finite = run_map<T>(ev, frame::of<Ev::rank>(ev.extents), out);
     ++counters().fused_passes;
+    return finite || !check_numerics_enabled();
   }
+}
+template <class Outs>
+bool outputs_finite(const Outs& outs) {
+  if (!check_numerics_enabled()) return true;
+  return std::apply([](const auto&... o) { return (all_finite(dtype_v<typename std::remove_cvref_t<decltype(o)>::value_type>,
+                                                              o.data(), o.size()) && ...); },
+                    outs);
 }
 }  // namespace cpu
 
@@ -27,7 +39,7 @@ tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sour
   cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
   auto ev = cpu::make_evaluator(expr, ctx);
   tensor<value_type_of<E>, shape_of<E>> out(ev.extents, uninitialized);
-  cpu::compute(ev, ctx, out.data());
+  if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(std::tie(expr), sources...);
   return out;
 }
 
@@ -39,7 +51,7 @@ void eval_into(tensor<value_type_of<E>, shape_of<E>>& out, const E& expr, const 
   auto ev = cpu::make_evaluator(expr, ctx);
   if (out.extents() != ev.extents || out.data() == nullptr)
     out = tensor<value_type_of<E>, shape_of<E>>(ev.extents, uninitialized);
-  cpu::compute(ev, ctx, out.data());
+  if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(std::tie(expr), sources...);
 }
 
 namespace detail {
@@ -76,6 +88,8 @@ void eval_into(std::tuple<Out&...> outs, const E1& e1, const Rest&... rest) {
         }(),
         ...);
     cpu::compute_outputs(evs, ctx, outs);
+    if (!cpu::outputs_finite(outs))
+      detail::report_nonfinite(std::tie(std::get<X>(args)...), std::get<k + S>(args)...);
   }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Rest) + 1 - k>{});
 }
 
@@ -95,6 +109,8 @@ auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
                                   shape_of<std::tuple_element_t<X, std::tuple<E1, E2, Rest...>>>>(
         std::get<X>(evs).extents, uninitialized)...};
     cpu::compute_outputs(evs, ctx, outs);
+    if (!cpu::outputs_finite(outs))
+      detail::report_nonfinite(std::tie(std::get<X>(args)...), std::get<2 + k + S>(args)...);
     return outs;
   }(std::make_index_sequence<2 + k>{}, std::make_index_sequence<sizeof...(Rest) - k>{});
 }

@@ -1,5 +1,6 @@
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -69,9 +70,11 @@ inline constexpr std::size_t streaming_store_bytes = std::size_t(16) << 20;
 
 // One pass over the frame computing every element of a fused elementwise group into `out`
 // (dense, row-major). SIMD where every node of the group has a packet form, threads for large frames.
+// Returns whether every element written is finite (for check_numerics: x - x is NaN exactly when x
+// is not finite, and one add per packet keeps the answer while the values are in registers).
 template <class T, class E>
-void run_map(const E& root_in, frame f, T* out) {
-  if (f.size() == 0) return;
+bool run_map(const E& root_in, frame f, T* out) {
+  if (f.size() == 0) return true;
   E root = root_in;
   root.bind_frame(f);
   frame_strides out_strides{};
@@ -99,10 +102,16 @@ void run_map(const E& root_in, frame f, T* out) {
     const std::size_t r = p % inner;
     return r < packet_end ? p - r % width : p;
   };
+  std::atomic<bool> nonfinite{false};
   parallel_chunks(f.size(), width, [&](std::size_t, std::size_t begin, std::size_t end) {
     begin = snap(begin);
     end = snap(end);
     if (begin >= end) return;
+    [[maybe_unused]] T finite_scalar = T(0);
+    [[maybe_unused]] auto finite_packet = [] {
+      if constexpr (vec) return simd::pm::pset1<simd::packet_t<T>>(T(0));
+      else return T(0);
+    }();
     E local = root;
     row_cursor cursor;
     cursor.seek(f, begin / inner);
@@ -119,6 +128,7 @@ void run_map(const E& root_in, frame f, T* out) {
         const bool stream_row = stream && reinterpret_cast<std::uintptr_t>(o + j) % sizeof(P) == 0;
         for (; j + width <= stop; j += width) {
           const P p = local.template packet<P>(j);
+          finite_packet = simd::pm::padd(finite_packet, simd::pm::psub(p, p));
           if constexpr (decltype(detail::stream_store(o, p))::value) {
             if (stream_row) {
               detail::stream_store(o + j, p);
@@ -128,12 +138,20 @@ void run_map(const E& root_in, frame f, T* out) {
           simd::pm::pstoreu(o + j, p);
         }
       }
-      for (; j < stop; ++j) o[j] = local.scalar(j);
+      for (; j < stop; ++j) {
+        o[j] = local.scalar(j);
+        if constexpr (std::is_floating_point_v<T>) finite_scalar += o[j] - o[j];
+      }
       j = 0;
       cursor.next(f);
     }
     if (stream) detail::stream_fence();
+    if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (vec) finite_scalar += simd::pm::predux(finite_packet);
+      if (!(finite_scalar == T(0))) nonfinite.store(true, std::memory_order_relaxed);
+    }
   });
+  return !nonfinite.load();
 }
 
 namespace detail {

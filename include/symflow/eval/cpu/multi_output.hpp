@@ -265,7 +265,7 @@ void compute_outputs(std::tuple<Ev...>& evs, Ctx& ctx, std::tuple<Out...>& outs)
     }(std::make_index_sequence<plan::size>{});
   }
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((grouped && plan::in_group[I] ? void() : compute(std::get<I>(evs), ctx, std::get<I>(outs).data())), ...);
+    ((grouped && plan::in_group[I] ? void() : void(compute(std::get<I>(evs), ctx, std::get<I>(outs).data()))), ...);
   }(std::index_sequence_for<Ev...>{});
 }
 

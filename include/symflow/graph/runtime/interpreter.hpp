@@ -19,14 +19,17 @@
 #include "../validate.hpp"
 #include "op_table.hpp"
 #include "value.hpp"
+#include "../../debug/nonfinite_report.hpp"
 
 namespace symflow {
 
-using runtime_feeds = std::map<std::string, runtime_tensor, std::less<>>;
 
 struct interpreter_options {
   bool fuse = true;                 // false: every elementwise node is its own pass (for comparison)
   std::size_t tile_elements = 512;  // per op and tile: a few KiB, so a group's tiles stay in L1
+  // NaN / infinity checks on every computed value (fused into the passes); unset: the process-wide
+  // check_numerics switch (debug/numerics.hpp).
+  std::optional<bool> check_numerics;
 };
 
 // What one run did, for tests and the profile.
@@ -96,7 +99,7 @@ class interpreter {
   // The graph's outputs for these feeds (by input name). Parameters come from `store` when it holds
   // them, else from the values embedded in the graph.
   std::vector<runtime_tensor> run(const runtime_feeds& feeds, const params* store = nullptr) const {
-    run_state s(*this);
+    run_state s(*this, feeds, store);
     s.bind_leaves(feeds, store);
     s.infer_types();
     s.plan_groups();
@@ -126,8 +129,13 @@ class interpreter {
     std::vector<std::size_t> uses;  // consumers (units) still to run, plus output references
     interpreter_stats stats;
 
-    explicit run_state(const interpreter& i)
-        : self(i), g(i.graph_), first_node(g.inputs.size() + g.parameters.size() + g.constants.size()),
+    const runtime_feeds& feeds;
+    const params* store;
+    const bool checking;
+
+    run_state(const interpreter& i, const runtime_feeds& f, const params* p)
+        : self(i), g(i.graph_), feeds(f), store(p),
+          checking(i.options_.check_numerics.value_or(check_numerics_enabled())), first_node(g.inputs.size() + g.parameters.size() + g.constants.size()),
           values(first_node + g.nodes.size()), kernels(values.size()), group_of(values.size(), -1),
           uses(values.size(), 0) {}
 
@@ -318,6 +326,7 @@ class interpreter {
       const auto& n = node(id);
       for (auto i : n.inputs) ensure(i);
       run_node(id);
+      if (checking && n.op != "literal") check_finite(id);
       release_inputs_of({id}, -1);
     }
 
@@ -461,6 +470,7 @@ class interpreter {
       }
 
       if (total == 0) return;
+      std::atomic<bool> nonfinite{false};
       auto body = [&](std::size_t, std::size_t begin, std::size_t end) {
         std::vector<aligned_buffer<unsigned char>> scratch;
         std::vector<void*> member_ptr(members.size());
@@ -504,13 +514,50 @@ class interpreter {
             args.clear();
             for (const auto& r : operands[k]) args.push_back(r.external ? external_ptr[r.index] : member_ptr[r.index]);
             kernels[members[k]]->run(args.data(), member_ptr[k], n);
+            if (checking && stored[k] && !all_finite(values[members[k]].type, member_ptr[k], n))
+              nonfinite.store(true, std::memory_order_relaxed);
           }
           pos += n;
         }
       };
       cpu::parallel_chunks(total, tile, body);
+      if (nonfinite.load()) {
+        if (members.size() == 1) throw nonfinite_error(members[0]);
+        localise();
+      }
       for (auto m : members) values[m].ready = true;
       release_inputs_of(members, gi);
+    }
+
+    // A value with NaN or infinities: in a fused run, re-run node by node to find the node that
+    // produced it first; node by node, that is this one.
+    void check_finite(std::uint32_t id) {
+      const slot& v = values[id];
+      if (all_finite(v.type, v.data, element_count(v.extents))) return;
+      if (self.options_.fuse) localise();
+      throw nonfinite_error(id);
+    }
+    [[noreturn]] void localise() const {
+      interpreter_options unfused = self.options_;
+      unfused.fuse = false;
+      unfused.check_numerics = true;
+      interpreter(g, unfused).run(feeds, store);
+      throw numerics_error("interpreter", "?", "", dtype::f32, {}, {}, {},
+                           "a fused pass produced NaN or infinities that a node-by-node run does not");
+    }
+    numerics_error nonfinite_error(std::uint32_t id) const {
+      const auto& n = node(id);
+      const slot& v = values[id];
+      std::vector<numerics_error::operand> operands;
+      for (auto i : n.inputs) {
+        const slot& x = values[i];
+        std::string d = is_node(i) ? node(i).op + " '" + node(i).name + "'" : "value " + std::to_string(i);
+        if (!is_node(i)) d = g.describe_value(i);
+        operands.push_back({d + " " + std::string(dtype_name(x.type)) + format_extents(x.extents),
+                            health_of(x.type, x.data, element_count(x.extents))});
+      }
+      return numerics_error(n.op, n.name, n.where.line ? n.where.file + ":" + std::to_string(n.where.line) : "", v.type,
+                            v.extents, health_of(v.type, v.data, element_count(v.extents)), std::move(operands));
     }
 
     static void fill_splat(void* dst, const void* value, dtype type, std::size_t n) {

@@ -1,0 +1,22 @@
+#pragma once
+// The check_numerics localiser: including this header in any one translation unit makes every
+// evaluation that finds NaN or infinities re-run its expressions node by node in the interpreter,
+// with every value checked, and report the first node whose result is not finite, with its operands'
+// health and the source line where it was written (debug/nonfinite_report.hpp).
+#include "../graph/runtime/interpreter.hpp"
+#include "nonfinite_report.hpp"
+
+namespace symflow {
+
+inline void localise_nonfinite(const graph& g, const runtime_feeds& feeds, const params* store) {
+  interpreter_options node_by_node;
+  node_by_node.fuse = false;
+  node_by_node.check_numerics = true;
+  interpreter(g, node_by_node).run(feeds, store);
+}
+
+namespace detail {
+inline const bool nonfinite_localiser_installed = (nonfinite_localiser_hook().store(&localise_nonfinite), true);
+}  // namespace detail
+
+}  // namespace symflow

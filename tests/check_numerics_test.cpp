@@ -154,3 +154,77 @@ TEST(CheckNumerics, HealthStatisticsMatchAFloat64Reference) {
   const double m = 3.5 / 4.0;
   EXPECT_NEAR(h.std, std::sqrt(((1.5 - m) * (1.5 - m) + (2.0 + m) * (2.0 + m) + m * m + (4.0 - m) * (4.0 - m)) / 4.0), 1e-12);
 }
+
+// Traces: intermediates selected by scoped-name patterns come back from fused passes, in evaluation
+// order, with health, full health or values, inside gradients too.
+#include <symflow/debug/trace_eval.hpp>
+
+TEST(Trace, SelectedIntermediatesOfFusedPassesAndGradientsComeBack) {
+  auto x = placeholder<"x", float, shape<dyn, 4>>();
+  auto W = variable<"W", float, shape<4, 3>>();
+  params p;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> n01;
+  tensor<float, shape<4, 3>> w;
+  for (std::size_t i = 0; i < w.size(); ++i) w.data()[i] = n01(rng);
+  p.set("W", w);
+  auto h = scope("dense1", [&] { return tanh(matmul(x, W) * 0.5f); });
+  auto loss = mean(square(h));
+  const auto feed = random_rows(9, 8);
+  trace_spec spec;
+  spec.add("dense1/*", trace_level::full_health).add("dense1/tanh", trace_level::values).add("grad/*", trace_level::health);
+  const traced_run r = trace_eval(spec, loss, grad(loss, W), x = feed, p);
+
+  // The traced tanh values equal a compiled evaluation of the same subexpression.
+  const traced_value* t = r.trace.find("dense1/tanh");
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(t->values.has_value());
+  const auto expected = eval(h, x = feed, p);
+  ASSERT_EQ(t->values->size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(t->values->data<float>()[i], expected.data()[i]);
+  EXPECT_EQ(t->extents, (runtime_extents{9, 3}));
+
+  // Full health of the (fused) scaled product: statistics over a float64 reference.
+  const traced_value* m = r.trace.find("dense1/mul");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->level, trace_level::full_health);
+  const auto product = eval(matmul(x, W) * 0.5f, x = feed, p);
+  double lo = 1e300, hi = -1e300, sum = 0;
+  for (std::size_t i = 0; i < product.size(); ++i) {
+    lo = std::min(lo, double(product.data()[i]));
+    hi = std::max(hi, double(product.data()[i]));
+    sum += product.data()[i];
+  }
+  EXPECT_DOUBLE_EQ(m->health.min, lo);
+  EXPECT_DOUBLE_EQ(m->health.max, hi);
+  EXPECT_NEAR(m->health.mean, sum / double(product.size()), 1e-6);
+  EXPECT_EQ(m->health.negative + m->health.zero + m->health.positive, product.size());
+
+  // Gradient nodes are traced at the health level; untraced nodes are not recorded.
+  std::size_t grad_entries = 0;
+  for (const auto& e : r.trace.entries) {
+    EXPECT_TRUE(e.node.rfind("dense1/", 0) == 0 || e.node.rfind("grad/", 0) == 0) << e.node;
+    if (e.node.rfind("grad/", 0) == 0) {
+      ++grad_entries;
+      EXPECT_EQ(e.level, trace_level::health);
+      EXPECT_FALSE(e.values.has_value());
+    }
+  }
+  EXPECT_GT(grad_entries, 2u);
+  EXPECT_EQ(r.outputs.size(), 2u);
+  EXPECT_NEAR(r.outputs[0].data<float>()[0], eval(loss, x = feed, p)(), 1e-6);
+
+  const std::string json = r.trace.to_json();
+  EXPECT_NE(json.find("\"format\":\"symflow.trace\""), std::string::npos);
+  EXPECT_NE(json.find("\"node\":\"dense1/tanh\""), std::string::npos);
+  EXPECT_NE(r.trace.to_string().find("dense1/tanh (tanh) f32[9,3]"), std::string::npos) << r.trace.to_string();
+}
+
+TEST(Trace, GlobPatterns) {
+  EXPECT_TRUE(trace_spec::glob_match("dense1/*", "dense1/matmul"));
+  EXPECT_TRUE(trace_spec::glob_match("*/matmul", "a/b/matmul"));
+  EXPECT_TRUE(trace_spec::glob_match("grad/*/mu?", "grad/x/mul"));
+  EXPECT_FALSE(trace_spec::glob_match("dense1/*", "dense2/matmul"));
+  EXPECT_FALSE(trace_spec::glob_match("*/add", "a/add/x"));
+  EXPECT_TRUE(trace_spec::glob_match("*", ""));
+}

@@ -20,6 +20,7 @@
 #include "op_table.hpp"
 #include "value.hpp"
 #include "../../debug/nonfinite_report.hpp"
+#include "../../debug/trace.hpp"
 
 namespace symflow {
 
@@ -30,6 +31,8 @@ struct interpreter_options {
   // NaN / infinity checks on every computed value (fused into the passes); unset: the process-wide
   // check_numerics switch (debug/numerics.hpp).
   std::optional<bool> check_numerics;
+  // Intermediate values to record (debug/trace.hpp); traced nodes are stored by their fused pass.
+  const trace_spec* trace = nullptr;
 };
 
 // What one run did, for tests and the profile.
@@ -95,6 +98,8 @@ class interpreter {
 
   const graph& source() const noexcept { return graph_; }
   const interpreter_stats& last_stats() const noexcept { return stats_; }
+  // What the last run recorded under options.trace, in evaluation order.
+  const value_trace& last_trace() const noexcept { return trace_; }
 
   // The graph's outputs for these feeds (by input name). Parameters come from `store` when it holds
   // them, else from the values embedded in the graph.
@@ -106,6 +111,7 @@ class interpreter {
     s.count_uses();
     for (auto id : graph_.outputs) s.ensure(id);
     stats_ = s.stats;
+    trace_ = std::move(s.trace);
     return s.take_outputs();
   }
 
@@ -128,6 +134,7 @@ class interpreter {
     std::vector<group> groups;
     std::vector<std::size_t> uses;  // consumers (units) still to run, plus output references
     interpreter_stats stats;
+    value_trace trace;
 
     const runtime_feeds& feeds;
     const params* store;
@@ -304,6 +311,20 @@ class interpreter {
         for (auto i : node(id).inputs)
           if (group_of[id] < 0 || group_of[i] != group_of[id]) ++uses[i];
       for (auto o : g.outputs) ++uses[o];
+      if (self.options_.trace)
+        for (std::uint32_t id = std::uint32_t(first_node); id < values.size(); ++id)
+          if (node(id).op != "literal" && self.options_.trace->level_for(node(id).name) != trace_level::none)
+            ++uses[id];  // stored, and kept until the run ends
+    }
+
+    void record(std::uint32_t id) {
+      if (!self.options_.trace || node(id).op == "literal") return;
+      const auto& n = node(id);
+      const trace_level level = self.options_.trace->level_for(n.name);
+      if (level == trace_level::none) return;
+      const slot& v = values[id];
+      trace.entries.push_back(trace_value(n.name, n.op, n.where.line ? n.where.file + ":" + std::to_string(n.where.line) : "",
+                                          level, v.type, v.extents, v.data));
     }
 
     void release_inputs_of(const std::vector<std::uint32_t>& readers, int own_group) {
@@ -327,6 +348,7 @@ class interpreter {
       for (auto i : n.inputs) ensure(i);
       run_node(id);
       if (checking && n.op != "literal") check_finite(id);
+      record(id);
       release_inputs_of({id}, -1);
     }
 
@@ -525,7 +547,10 @@ class interpreter {
         if (members.size() == 1) throw nonfinite_error(members[0]);
         localise();
       }
-      for (auto m : members) values[m].ready = true;
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        values[members[k]].ready = true;
+        if (stored[k]) record(members[k]);
+      }
       release_inputs_of(members, gi);
     }
 
@@ -588,6 +613,7 @@ class interpreter {
   graph graph_;
   interpreter_options options_;
   mutable interpreter_stats stats_;
+  mutable value_trace trace_;
 };
 
 // Evaluates a graph once: interpreter(g).run(feeds, store).

@@ -1,0 +1,40 @@
+#pragma once
+// trace_eval(spec, exprs..., feeds..., [params]): evaluates compiled expressions (gradients and
+// parameter updates are expressions too) through their graph in the interpreter, recording the
+// intermediate values the trace spec selects; the untraced work stays fused.
+#include <tuple>
+
+#include "../eval/cpu/eval.hpp"
+#include "../graph/runtime/interpreter.hpp"
+#include "../graph/to_graph.hpp"
+#include "nonfinite_report.hpp"
+#include "trace.hpp"
+
+namespace symflow {
+
+struct traced_run {
+  std::vector<runtime_tensor> outputs;
+  value_trace trace;
+};
+
+template <class... Args>
+traced_run trace_eval(const trace_spec& spec, const Args&... args) {
+  constexpr std::size_t k = detail::leading_expressions<Args...>();
+  static_assert(k >= 1, "symflow: trace_eval takes a trace spec, expressions, then feeds and optionally params");
+  const auto all = std::tie(args...);
+  return [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
+    const graph g = to_graph(std::get<X>(all)...);
+    runtime_feeds feeds;
+    const params* store = nullptr;
+    (detail::add_localising_feed(feeds, store, std::get<k + S>(all)), ...);
+    interpreter_options options;
+    options.trace = &spec;
+    const interpreter run(g, options);
+    traced_run out;
+    out.outputs = run.run(feeds, store);
+    out.trace = run.last_trace();
+    return out;
+  }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Args) - k>{});
+}
+
+}  // namespace symflow

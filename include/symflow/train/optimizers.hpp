@@ -1,0 +1,267 @@
+#pragma once
+// Optimisers: SGD, SGD with momentum, Adam. Each update of one parameter is ONE fused elementwise
+// pass that reads the parameter, its gradient and the optimiser's state for it and writes the new
+// state and the new parameter over the old ones (fused_update.hpp says why that is safe). Adam's
+// first moment, second moment and parameter are three outputs of that single pass.
+//
+// Parameters live in a params store (the model); the optimiser's state — per-parameter moments and
+// the step count — lives in a second params store, so a checkpoint saves both the same way:
+//
+//   adam opt({.learning_rate = 1e-3});
+//   params state = opt.initial_state(model, W, b);
+//   auto [L, gW, gb] = eval(loss, dW, db, x = xb, y = yb, model);
+//   opt.step(model, state, std::tie(W, b), std::tie(gW, gb));
+//
+// State entries: "step" (int64 scalar, the number of updates made), and per variable "velocity/NAME"
+// (momentum) or "m/NAME" and "v/NAME" (Adam). The learning rate of an update is the schedule's value
+// at the step count before it.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../core/error.hpp"
+#include "../core/params.hpp"
+#include "../core/tensor.hpp"
+#include "../expr/leaves.hpp"
+#include "fused_update.hpp"
+#include "schedules.hpp"
+
+namespace symflow {
+
+// The number of updates the optimiser whose state this is has made.
+inline std::uint64_t optimizer_step(const params& state) {
+  return static_cast<std::uint64_t>(state.view<std::int64_t, shape<>>("step").data()[0]);
+}
+
+namespace detail {
+inline void set_optimizer_step(params& state, std::uint64_t step) {
+  state.set("step", tensor<std::int64_t, shape<>>(static_cast<std::int64_t>(step)));
+}
+
+template <class Variable>
+std::string variable_name() {
+  static_assert(Variable::kind == node_kind::variable, "symflow: optimisers update variables");
+  return std::string(Variable::name.view());
+}
+
+// The stored value of a variable, checked against its dtype and shape.
+template <class Variable>
+auto stored_value(params& store, const std::string& name) {
+  return store.template view<typename Variable::value_type, typename Variable::shape_type>(name);
+}
+
+// A zero tensor with the extents the model gives the variable, stored under name in state.
+template <class Variable>
+void add_zero_state(params& state, const params& model, const std::string& name) {
+  using T = typename Variable::value_type;
+  using S = typename Variable::shape_type;
+  const auto value = model.template view<T, S>(variable_name<Variable>());
+  state.set(name, tensor<T, S>(value.extents(), T{}));
+}
+
+template <class Variable, class Gradient>
+void check_gradient_type() {
+  using G = std::remove_cvref_t<Gradient>;
+  static_assert(is_tensor_v<G> || is_tensor_view_v<G>, "symflow: a gradient is a tensor or tensor_view");
+  static_assert(std::is_same_v<typename G::value_type, typename Variable::value_type> &&
+                    G::rank == Variable::rank,
+                "symflow: a gradient's dtype and rank must be those of its variable (pass gradients in the "
+                "order of the variables)");
+}
+
+// Calls f(variable, gradient) for each pair of the two tuples.
+template <class Variables, class Gradients, class F>
+void for_each_parameter(const Variables& variables, const Gradients& gradients, F&& f) {
+  constexpr std::size_t n = std::tuple_size_v<std::remove_cvref_t<Variables>>;
+  static_assert(n == std::tuple_size_v<std::remove_cvref_t<Gradients>>,
+                "symflow: an optimiser step takes one gradient per variable");
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f(std::get<I>(variables), std::get<I>(gradients)), ...);
+  }(std::make_index_sequence<n>{});
+}
+
+// The leaves of an update rule for one parameter of dtype T and shape S: the tensors it reads are
+// bound to these placeholders, so one rule serves every variable of that dtype and shape.
+template <class T, shape_spec S>
+struct update_leaves {
+  placeholder<"parameter", T, S> parameter;
+  placeholder<"gradient", T, S> gradient;
+  placeholder<"state_a", T, S> state_a;  // velocity, or Adam's first moment
+  placeholder<"state_b", T, S> state_b;  // Adam's second moment
+};
+
+template <class T>
+tensor<T, shape<>> scalar_value(double v) {
+  return tensor<T, shape<>>(static_cast<T>(v));
+}
+
+inline void require(bool ok, const std::string& message) {
+  if (!ok) throw value_error(message);
+}
+}  // namespace detail
+
+// w <- w - lr * g
+class sgd {
+ public:
+  struct options {
+    learning_rate_schedule learning_rate = 0.01;
+  };
+  explicit sgd(options o) : options_(std::move(o)) {}
+
+  template <class... Variables>
+  params initial_state(const params& model, const Variables&...) const {
+    params state;
+    (void)model;
+    detail::set_optimizer_step(state, 0);
+    return state;
+  }
+
+  double learning_rate(const params& state) const { return options_.learning_rate(optimizer_step(state)); }
+
+  template <class Variables, class Gradients>
+  void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
+    const std::uint64_t t = optimizer_step(state);
+    const double rate = options_.learning_rate(t);
+    detail::for_each_parameter(variables, gradients, [&]<class V, class G>(const V&, const G& g) {
+      detail::check_gradient_type<V, G>();
+      using T = typename V::value_type;
+      const detail::update_leaves<T, typename V::shape_type> in;
+      const auto lr = placeholder<"learning_rate", T, shape<>>();
+      const auto lr_value = detail::scalar_value<T>(rate);
+      auto w = detail::stored_value<V>(model, detail::variable_name<V>());
+      fused_update(std::tie(w), in.parameter - lr * in.gradient, in.parameter = w, in.gradient = g, lr = lr_value);
+    });
+    detail::set_optimizer_step(state, t + 1);
+  }
+
+ private:
+  options options_;
+};
+
+// v <- mu * v + g;  w <- w - lr * v   (the velocity form of PyTorch's SGD with momentum)
+class momentum {
+ public:
+  struct options {
+    learning_rate_schedule learning_rate = 0.01;
+    double momentum = 0.9;
+  };
+  explicit momentum(options o) : options_(std::move(o)) {
+    detail::require(options_.momentum >= 0 && options_.momentum < 1,
+                    "momentum: the momentum must lie in [0, 1), got " + std::to_string(options_.momentum));
+  }
+
+  template <class... Variables>
+  params initial_state(const params& model, const Variables&...) const {
+    params state;
+    (detail::add_zero_state<Variables>(state, model, "velocity/" + detail::variable_name<Variables>()), ...);
+    detail::set_optimizer_step(state, 0);
+    return state;
+  }
+
+  double learning_rate(const params& state) const { return options_.learning_rate(optimizer_step(state)); }
+
+  template <class Variables, class Gradients>
+  void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
+    const std::uint64_t t = optimizer_step(state);
+    const double rate = options_.learning_rate(t);
+    detail::for_each_parameter(variables, gradients, [&]<class V, class G>(const V&, const G& g) {
+      detail::check_gradient_type<V, G>();
+      using T = typename V::value_type;
+      const detail::update_leaves<T, typename V::shape_type> in;
+      const auto lr = placeholder<"learning_rate", T, shape<>>();
+      const auto mu = placeholder<"momentum", T, shape<>>();
+      const auto lr_value = detail::scalar_value<T>(rate), mu_value = detail::scalar_value<T>(options_.momentum);
+      const std::string name = detail::variable_name<V>();
+      auto w = detail::stored_value<V>(model, name);
+      auto velocity = detail::stored_value<V>(state, "velocity/" + name);
+      const auto new_velocity = mu * in.state_a + in.gradient;
+      fused_update(std::tie(velocity, w), new_velocity, in.parameter - lr * new_velocity, in.parameter = w,
+                   in.gradient = g, in.state_a = velocity, lr = lr_value, mu = mu_value);
+    });
+    detail::set_optimizer_step(state, t + 1);
+  }
+
+ private:
+  options options_;
+};
+
+// Adam (Kingma & Ba), with bias correction as PyTorch writes it, at step t = 1, 2, ...:
+//   m <- b1 m + (1 - b1) g;   v <- b2 v + (1 - b2) g^2
+//   w <- w - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// The corrections are computed once per step in double and fed as scalars.
+class adam {
+ public:
+  struct options {
+    learning_rate_schedule learning_rate = 1e-3;
+    double beta1 = 0.9;
+    double beta2 = 0.999;
+    double epsilon = 1e-8;
+  };
+  explicit adam(options o) : options_(std::move(o)) {
+    detail::require(options_.beta1 >= 0 && options_.beta1 < 1,
+                    "adam: beta1 must lie in [0, 1), got " + std::to_string(options_.beta1));
+    detail::require(options_.beta2 >= 0 && options_.beta2 < 1,
+                    "adam: beta2 must lie in [0, 1), got " + std::to_string(options_.beta2));
+    detail::require(options_.epsilon > 0 && std::isfinite(options_.epsilon),
+                    "adam: epsilon must be finite and > 0, got " + std::to_string(options_.epsilon));
+  }
+
+  template <class... Variables>
+  params initial_state(const params& model, const Variables&...) const {
+    params state;
+    (detail::add_zero_state<Variables>(state, model, "m/" + detail::variable_name<Variables>()), ...);
+    (detail::add_zero_state<Variables>(state, model, "v/" + detail::variable_name<Variables>()), ...);
+    detail::set_optimizer_step(state, 0);
+    return state;
+  }
+
+  double learning_rate(const params& state) const { return options_.learning_rate(optimizer_step(state)); }
+
+  template <class Variables, class Gradients>
+  void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
+    const std::uint64_t t = optimizer_step(state);
+    const double rate = options_.learning_rate(t);
+    const double n = double(t + 1);
+    const double step_size = rate / (1 - std::pow(options_.beta1, n));
+    const double inverse_sqrt_correction2 = 1 / std::sqrt(1 - std::pow(options_.beta2, n));
+    detail::for_each_parameter(variables, gradients, [&]<class V, class G>(const V&, const G& g) {
+      detail::check_gradient_type<V, G>();
+      using T = typename V::value_type;
+      const detail::update_leaves<T, typename V::shape_type> in;
+      const auto b1 = placeholder<"beta1", T, shape<>>();
+      const auto b2 = placeholder<"beta2", T, shape<>>();
+      const auto one_minus_b1 = placeholder<"one_minus_beta1", T, shape<>>();
+      const auto one_minus_b2 = placeholder<"one_minus_beta2", T, shape<>>();
+      const auto alpha = placeholder<"step_size", T, shape<>>();
+      const auto correction2 = placeholder<"inverse_sqrt_correction2", T, shape<>>();
+      const auto eps = placeholder<"epsilon", T, shape<>>();
+      const auto b1_value = detail::scalar_value<T>(options_.beta1), b2_value = detail::scalar_value<T>(options_.beta2);
+      const auto one_minus_b1_value = detail::scalar_value<T>(1 - options_.beta1);
+      const auto one_minus_b2_value = detail::scalar_value<T>(1 - options_.beta2);
+      const auto alpha_value = detail::scalar_value<T>(step_size);
+      const auto correction2_value = detail::scalar_value<T>(inverse_sqrt_correction2);
+      const auto eps_value = detail::scalar_value<T>(options_.epsilon);
+
+      const std::string name = detail::variable_name<V>();
+      auto w = detail::stored_value<V>(model, name);
+      auto m = detail::stored_value<V>(state, "m/" + name);
+      auto v = detail::stored_value<V>(state, "v/" + name);
+      const auto new_m = b1 * in.state_a + one_minus_b1 * in.gradient;
+      const auto new_v = b2 * in.state_b + one_minus_b2 * square(in.gradient);
+      const auto new_w = in.parameter - alpha * new_m / (sqrt(new_v) * correction2 + eps);
+      fused_update(std::tie(m, v, w), new_m, new_v, new_w, in.parameter = w, in.gradient = g, in.state_a = m,
+                   in.state_b = v, b1 = b1_value, b2 = b2_value, one_minus_b1 = one_minus_b1_value,
+                   one_minus_b2 = one_minus_b2_value, alpha = alpha_value, correction2 = correction2_value,
+                   eps = eps_value);
+    });
+    detail::set_optimizer_step(state, t + 1);
+  }
+
+ private:
+  options options_;
+};
+
+}  // namespace symflow

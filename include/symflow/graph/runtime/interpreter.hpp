@@ -21,6 +21,8 @@
 #include "value.hpp"
 #include "../../debug/nonfinite_report.hpp"
 #include "../../debug/trace.hpp"
+#include "../../debug/placement_log.hpp"
+#include <chrono>
 
 namespace symflow {
 
@@ -33,6 +35,37 @@ struct interpreter_options {
   std::optional<bool> check_numerics;
   // Intermediate values to record (debug/trace.hpp); traced nodes are stored by their fused pass.
   const trace_spec* trace = nullptr;
+  // Time every unit of work (fused pass, reduction, view, kernel) into last_profile().
+  bool profile = false;
+};
+
+// Where a run spent its time, one entry per unit of work, in evaluation order.
+struct interpreter_profile {
+  struct entry {
+    std::string description;  // "fused pass [mul 'a/mul', sin 'sin', ...] f32[16777216]" or "matmul 'dense/matmul' f32[64,10]"
+    double seconds = 0;
+  };
+  std::vector<entry> entries;
+
+  double total_seconds() const {
+    double t = 0;
+    for (const auto& e : entries) t += e.seconds;
+    return t;
+  }
+  // The `count` slowest units with their share of the run.
+  std::string slowest(std::size_t count = 10) const {
+    std::vector<entry> sorted = entries;
+    std::sort(sorted.begin(), sorted.end(), [](const entry& a, const entry& b) { return a.seconds > b.seconds; });
+    const double total = total_seconds();
+    std::string out;
+    for (std::size_t i = 0; i < sorted.size() && i < count; ++i) {
+      char line[64];
+      std::snprintf(line, sizeof line, "%10.3f ms %5.1f%%  ", sorted[i].seconds * 1e3,
+                    total > 0 ? 100.0 * sorted[i].seconds / total : 0.0);
+      out += line + sorted[i].description + "\n";
+    }
+    return out;
+  }
 };
 
 // What one run did, for tests and the profile.
@@ -100,6 +133,8 @@ class interpreter {
   const interpreter_stats& last_stats() const noexcept { return stats_; }
   // What the last run recorded under options.trace, in evaluation order.
   const value_trace& last_trace() const noexcept { return trace_; }
+  // Per-unit timings of the last run under options.profile.
+  const interpreter_profile& last_profile() const noexcept { return profile_; }
 
   // The graph's outputs for these feeds (by input name). Parameters come from `store` when it holds
   // them, else from the values embedded in the graph.
@@ -112,6 +147,7 @@ class interpreter {
     for (auto id : graph_.outputs) s.ensure(id);
     stats_ = s.stats;
     trace_ = std::move(s.trace);
+    profile_ = std::move(s.profile);
     return s.take_outputs();
   }
 
@@ -135,6 +171,28 @@ class interpreter {
     std::vector<std::size_t> uses;  // consumers (units) still to run, plus output references
     interpreter_stats stats;
     value_trace trace;
+    interpreter_profile profile;
+
+    bool describing() const { return self.options_.profile || host_placement_log_enabled(); }
+    std::string value_type_string(std::uint32_t id) const {
+      return std::string(dtype_name(values[id].type)) + format_extents(values[id].extents);
+    }
+    // Times `work` into the profile and logs its placement, when either is on.
+    template <class Describe, class Work>
+    void account(Describe&& describe, Work&& work) {
+      if (!describing()) {
+        work();
+        return;
+      }
+      const std::string what = describe();
+      if (host_placement_log_enabled())
+        log_host_placement("cpu (" + std::to_string(cpu::max_threads()) + " threads): " + what);
+      const auto start = std::chrono::steady_clock::now();
+      work();
+      if (self.options_.profile)
+        profile.entries.push_back(
+            {what, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+    }
 
     const runtime_feeds& feeds;
     const params* store;
@@ -346,7 +404,8 @@ class interpreter {
       }
       const auto& n = node(id);
       for (auto i : n.inputs) ensure(i);
-      run_node(id);
+      if (n.op == "literal") run_node(id);
+      else account([&] { return n.op + " '" + n.name + "' -> " + value_type_string(id); }, [&] { run_node(id); });
       if (checking && n.op != "literal") check_finite(id);
       record(id);
       release_inputs_of({id}, -1);
@@ -542,7 +601,14 @@ class interpreter {
           pos += n;
         }
       };
-      cpu::parallel_chunks(total, tile, body);
+      account(
+          [&] {
+            std::string ops;
+            for (auto m : members) ops += (ops.empty() ? "" : ", ") + node(m).op + " '" + node(m).name + "'";
+            return "fused pass [" + ops + "] over " + std::string(dtype_name(values[members.back()].type)) +
+                   format_extents(E) + ", tile " + std::to_string(tile);
+          },
+          [&] { cpu::parallel_chunks(total, tile, body); });
       if (nonfinite.load()) {
         if (members.size() == 1) throw nonfinite_error(members[0]);
         localise();
@@ -614,6 +680,7 @@ class interpreter {
   interpreter_options options_;
   mutable interpreter_stats stats_;
   mutable value_trace trace_;
+  mutable interpreter_profile profile_;
 };
 
 // Evaluates a graph once: interpreter(g).run(feeds, store).

@@ -1,4 +1,4 @@
-// check_numerics: NaN and infinities found in outputs (fused into the passes), then localised by a
+// Debugging: check_numerics — NaN and infinities found in outputs (fused into the passes), then localised by a
 // node-by-node re-run to the node that produced them first, with its operands' health and the
 // source line where it was written — on compiled evaluation and in the interpreter.
 #include <gtest/gtest.h>
@@ -48,7 +48,7 @@ TEST(CheckNumerics, NamesTheNodeThatFirstProducedNaNWithOperandsAndLocation) {
   } catch (const numerics_error& e) {
     EXPECT_EQ(e.op(), "log");
     EXPECT_EQ(e.node(), "loss/log");
-    EXPECT_NE(e.location().find("check_numerics_test.cpp:" + std::to_string(line)), std::string::npos) << e.location();
+    EXPECT_NE(e.location().find("debug_test.cpp:" + std::to_string(line)), std::string::npos) << e.location();
     EXPECT_EQ(e.type(), dtype::f32);
     EXPECT_EQ(e.extents(), (std::vector<std::size_t>{16, 3}));
     EXPECT_EQ(e.health().nan, 48u);
@@ -227,4 +227,44 @@ TEST(Trace, GlobPatterns) {
   EXPECT_FALSE(trace_spec::glob_match("dense1/*", "dense2/matmul"));
   EXPECT_FALSE(trace_spec::glob_match("*/add", "a/add/x"));
   EXPECT_TRUE(trace_spec::glob_match("*", ""));
+}
+
+// Placement log and profile: each distinct unit of work is logged once, with where it ran and the
+// ops (by scoped name) it fused; the profile times every unit and lists the slowest first.
+TEST(PlacementAndProfile, FusedPassesAndKernelsAreLoggedOnceAndTimed) {
+  auto x = placeholder<"x", float, shape<dyn, 4>>();
+  auto W = variable<"W", float, shape<4, 3>>();
+  params p;
+  p.set("W", tensor<float, shape<4, 3>>(extents_t<2>{4, 3}, 0.5f));
+  auto h = scope("dense1", [&] { return relu(matmul(x, W) + 1.0f); });
+  auto loss = sum(h * h);
+  std::FILE* sink = std::tmpfile();
+  ASSERT_NE(sink, nullptr);
+  set_host_placement_log_sink(sink);
+  set_host_placement_log(true);
+  reset_host_placement_log();
+  const auto feed = random_rows(64, 9);
+  const traced_run first = profile_eval(loss, x = feed, p);
+  const traced_run second = profile_eval(loss, x = feed, p);
+  set_host_placement_log(false);
+  set_host_placement_log_sink(stderr);
+  std::rewind(sink);
+  std::string log;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, sink)) log += buf;
+  std::fclose(sink);
+
+  EXPECT_NE(log.find("symflow placement: cpu ("), std::string::npos) << log;
+  EXPECT_NE(log.find("matmul 'dense1/matmul' -> f32[64,3]"), std::string::npos) << log;
+  EXPECT_NE(log.find("fused pass [add 'dense1/add', relu 'dense1/relu', mul 'mul']"), std::string::npos) << log;
+  std::size_t lines = 0;
+  for (char c : log) lines += c == '\n';
+  EXPECT_EQ(lines, 3u) << log;  // matmul, the fused pass, the sum — the second run prints nothing new
+
+  ASSERT_EQ(first.profile.entries.size(), 3u);
+  EXPECT_GE(first.profile.total_seconds(), 0.0);
+  const std::string slowest = second.profile.slowest(2);
+  EXPECT_EQ(std::count(slowest.begin(), slowest.end(), '\n'), 2);
+  EXPECT_NE(slowest.find(" ms "), std::string::npos) << slowest;
+  EXPECT_NEAR(first.outputs[0].data<float>()[0], eval(loss, x = feed, p)(), 1e-3);
 }

@@ -1,0 +1,146 @@
+#pragma once
+// Histograms as TensorBoard's HistogramProto holds them: min, max, num, sum, sum of squares, and
+// parallel arrays of bucket upper limits and counts. Bucket i counts values in
+// [limit[i-1], limit[i]); TensorBoard draws the first bucket from `min` and the last up to `max`.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "../../core/error.hpp"
+#include "protobuf.hpp"
+
+namespace symflow::tensorboard {
+
+// Which bucket limits a histogram uses.
+struct histogram_buckets {
+  // 0: TensorFlow's default exponential limits (see default_bucket_limits); n > 0: n equal-width
+  // buckets spanning [min, max] of the data.
+  std::size_t uniform_count = 0;
+
+  static histogram_buckets tensorflow_default() { return {}; }
+  static histogram_buckets uniform(std::size_t count) {
+    if (count == 0) throw value_error("histogram_buckets::uniform: the bucket count must be at least 1");
+    return {count};
+  }
+};
+
+// TensorFlow's default limits: ±1e-12 * 1.1^k for every k keeping the magnitude below 1e20, zero,
+// and ±DBL_MAX at the ends, so that the buckets are fine near zero and each is 10% wider than the
+// last. Histograms logged by symflow and by TensorFlow therefore line up in TensorBoard. The
+// sequence is built by repeated multiplication, as TensorFlow does, so the limits are the same doubles.
+inline const std::vector<double>& default_bucket_limits() {
+  static const std::vector<double> limits = [] {
+    std::vector<double> positive;
+    for (double v = 1e-12; v < 1e20; v *= 1.1) positive.push_back(v);
+    positive.push_back(DBL_MAX);
+    std::vector<double> all;
+    all.reserve(2 * positive.size() + 1);
+    for (auto it = positive.rbegin(); it != positive.rend(); ++it) all.push_back(-*it);
+    all.push_back(0.0);
+    all.insert(all.end(), positive.begin(), positive.end());
+    return all;
+  }();
+  return limits;
+}
+
+struct histogram {
+  double min = 0, max = 0, num = 0, sum = 0, sum_squares = 0;
+  std::vector<double> bucket_limits;
+  std::vector<double> bucket_counts;
+
+  std::string to_proto() const {
+    proto_writer w;
+    w.double_field(1, min);
+    w.double_field(2, max);
+    w.double_field(3, num);
+    w.double_field(4, sum);
+    w.double_field(5, sum_squares);
+    w.packed_doubles_field(6, bucket_limits);
+    w.packed_doubles_field(7, bucket_counts);
+    return w.take();
+  }
+};
+
+// Builds the histogram of `values`. Non-finite values are refused (value_error naming `what` and
+// the index): a NaN has no bucket and would turn sum and sum_squares into NaN, hiding every other
+// statistic, and an infinity makes equal-width buckets meaningless; TensorFlow refuses them too.
+// With the default limits, runs of empty buckets are merged into one (the count of a merged run is
+// 0 and its limit the run's last), which keeps ~1500 mostly empty buckets from reaching the file.
+// An empty `values` gives num 0 and min = max = 0.
+template <class T>
+histogram make_histogram(std::span<const T> values, histogram_buckets buckets = {}, std::string_view what = "histogram") {
+  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, "histograms take numbers");
+  histogram h;
+  if (values.empty()) {
+    h.bucket_limits = {DBL_MAX};
+    h.bucket_counts = {0.0};
+    if (buckets.uniform_count) {
+      h.bucket_limits.assign(buckets.uniform_count, 0.0);
+      h.bucket_counts.assign(buckets.uniform_count, 0.0);
+    }
+    return h;
+  }
+  h.min = DBL_MAX;
+  h.max = -DBL_MAX;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double v = static_cast<double>(values[i]);
+    if (!std::isfinite(v))
+      throw value_error(std::string(what) + ": value " + std::to_string(i) + " is " + (std::isnan(v) ? "NaN" : "infinite") +
+                        "; histograms take finite values only");
+    h.min = std::min(h.min, v);
+    h.max = std::max(h.max, v);
+    h.sum += v;
+    h.sum_squares += v * v;
+  }
+  h.num = static_cast<double>(values.size());
+
+  if (buckets.uniform_count) {
+    const std::size_t n = buckets.uniform_count;
+    const double width = (h.max - h.min) / static_cast<double>(n);
+    h.bucket_counts.assign(n, 0.0);
+    h.bucket_limits.resize(n);
+    if (width == 0) {
+      // All values are equal: every bucket has zero width, so all land in the last, ending at max.
+      h.bucket_limits.assign(n, h.max);
+      h.bucket_counts.back() = h.num;
+      return h;
+    }
+    for (std::size_t k = 0; k + 1 < n; ++k) h.bucket_limits[k] = h.min + static_cast<double>(k + 1) * width;
+    h.bucket_limits.back() = h.max;
+    for (const T& x : values) {
+      const double position = std::floor((static_cast<double>(x) - h.min) / width);
+      const std::size_t k = position >= static_cast<double>(n) ? n - 1 : static_cast<std::size_t>(position);
+      h.bucket_counts[k] += 1;
+    }
+    return h;
+  }
+
+  const std::vector<double>& limits = default_bucket_limits();
+  std::vector<double> counts(limits.size(), 0.0);
+  for (const T& x : values) {
+    // The first limit above the value, as TensorFlow picks it; DBL_MAX itself stays in the last.
+    std::size_t k = static_cast<std::size_t>(std::upper_bound(limits.begin(), limits.end(), static_cast<double>(x)) - limits.begin());
+    counts[std::min(k, limits.size() - 1)] += 1;
+  }
+  for (std::size_t i = 0; i < limits.size();) {
+    if (counts[i] > 0) {
+      h.bucket_limits.push_back(limits[i]);
+      h.bucket_counts.push_back(counts[i]);
+      ++i;
+      continue;
+    }
+    while (i + 1 < limits.size() && counts[i + 1] == 0) ++i;
+    h.bucket_limits.push_back(limits[i]);
+    h.bucket_counts.push_back(0.0);
+    ++i;
+  }
+  return h;
+}
+
+}  // namespace symflow::tensorboard

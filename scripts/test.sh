@@ -8,4 +8,8 @@ jobs=${SYMFLOW_JOBS:-$(nproc)}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$jobs"
 cd "$build"
+# ctest runs several test programs at once, each with OpenMP threads: more threads than cores. Busy-
+# waiting threads then hold cores a descheduled peer needs to reach the barrier, and multi-threaded
+# tests slow down many times over; passive waiting yields the core instead.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --output-on-failure -j "$jobs" "$@"

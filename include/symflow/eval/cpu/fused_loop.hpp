@@ -10,6 +10,7 @@
 
 #include "../../core/aligned_buffer.hpp"
 #include "../../ops/packet_math.hpp"
+#include "../../debug/numerics.hpp"
 #include "frame.hpp"
 #include "parallel.hpp"
 
@@ -66,6 +67,15 @@ SYMFLOW_INLINE void stream_fence() {
 inline constexpr std::size_t streaming_store_bytes = SYMFLOW_STREAMING_STORE_BYTES;
 #else
 inline constexpr std::size_t streaming_store_bytes = std::size_t(16) << 20;
+#endif
+
+// The NaN/Inf detection rides in every fused map (check_numerics reads its answer when switched on).
+// Defining SYMFLOW_FUSED_NUMERICS_CHECK=0 takes it out of the loops, to measure what it costs
+// (bench_elementwise_nocheck); check_numerics then scans outputs instead.
+#if defined(SYMFLOW_FUSED_NUMERICS_CHECK)
+inline constexpr bool fused_numerics_check = SYMFLOW_FUSED_NUMERICS_CHECK != 0;
+#else
+inline constexpr bool fused_numerics_check = true;
 #endif
 
 // One pass over the frame computing every element of a fused elementwise group into `out`
@@ -128,7 +138,7 @@ bool run_map(const E& root_in, frame f, T* out) {
         const bool stream_row = stream && reinterpret_cast<std::uintptr_t>(o + j) % sizeof(P) == 0;
         for (; j + width <= stop; j += width) {
           const P p = local.template packet<P>(j);
-          finite_packet = simd::pm::padd(finite_packet, simd::pm::psub(p, p));
+          if constexpr (fused_numerics_check) finite_packet = simd::pm::padd(finite_packet, simd::pm::psub(p, p));
           if constexpr (decltype(detail::stream_store(o, p))::value) {
             if (stream_row) {
               detail::stream_store(o + j, p);
@@ -140,17 +150,21 @@ bool run_map(const E& root_in, frame f, T* out) {
       }
       for (; j < stop; ++j) {
         o[j] = local.scalar(j);
-        if constexpr (std::is_floating_point_v<T>) finite_scalar += o[j] - o[j];
+        if constexpr (fused_numerics_check && std::is_floating_point_v<T>) finite_scalar += o[j] - o[j];
       }
       j = 0;
       cursor.next(f);
     }
     if (stream) detail::stream_fence();
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (fused_numerics_check && std::is_floating_point_v<T>) {
       if constexpr (vec) finite_scalar += simd::pm::predux(finite_packet);
       if (!(finite_scalar == T(0))) nonfinite.store(true, std::memory_order_relaxed);
     }
   });
+  if constexpr (!fused_numerics_check)
+    if (check_numerics_enabled() && std::is_floating_point_v<T>)
+      for (std::size_t i = 0; i < f.size(); ++i)
+        if (!(out[i] - out[i] == T(0))) return false;
   return !nonfinite.load();
 }
 

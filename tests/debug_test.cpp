@@ -268,3 +268,27 @@ TEST(PlacementAndProfile, FusedPassesAndKernelsAreLoggedOnceAndTimed) {
   EXPECT_NE(slowest.find(" ms "), std::string::npos) << slowest;
   EXPECT_NEAR(first.outputs[0].data<float>()[0], eval(loss, x = feed, p)(), 1e-3);
 }
+
+TEST(PlacementAndProfile, CompiledEvaluationIsLoggedOncePerExpression) {
+  auto x = placeholder<"x", float, shape<dyn, 4>>();
+  auto e = scope("block", [&] { return sum(tanh(x) * 2.0f); });
+  std::FILE* sink = std::tmpfile();
+  ASSERT_NE(sink, nullptr);
+  set_host_placement_log_sink(sink);
+  set_host_placement_log(true);
+  reset_host_placement_log();
+  const auto feed = random_rows(8, 10);
+  (void)eval(e, x = feed);
+  (void)eval(e, x = feed);
+  set_host_placement_log(false);
+  set_host_placement_log_sink(stderr);
+  std::rewind(sink);
+  std::string log;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, sink)) log += buf;
+  std::fclose(sink);
+  EXPECT_NE(log.find("compiled evaluation of [tanh 'block/tanh', mul 'block/mul', sum 'block/sum'] -> f32[]"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+}

@@ -1,5 +1,6 @@
 #pragma once
 #include "../../core/tensor.hpp"
+#include "../../debug/compiled_placement.hpp"
 #include "../../debug/nonfinite_report.hpp"
 #include "evaluators.hpp"
 #include "multi_output.hpp"
@@ -36,6 +37,7 @@ bool outputs_finite(const Outs& outs) {
 // reductions, when the expression has them).
 template <expression E, class... Sources>
 tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sources) {
+  detail::log_compiled_placement(std::tie(expr));
   cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
   auto ev = cpu::make_evaluator(expr, ctx);
   tensor<value_type_of<E>, shape_of<E>> out(ev.extents, uninitialized);
@@ -47,6 +49,7 @@ tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sour
 // touching fresh memory is expensive; a training loop should reuse its buffers).
 template <expression E, class... Sources>
 void eval_into(tensor<value_type_of<E>, shape_of<E>>& out, const E& expr, const Sources&... sources) {
+  detail::log_compiled_placement(std::tie(expr));
   cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
   auto ev = cpu::make_evaluator(expr, ctx);
   if (out.extents() != ev.extents || out.data() == nullptr)
@@ -73,6 +76,7 @@ void eval_into(std::tuple<Out&...> outs, const E1& e1, const Rest&... rest) {
   const auto args = std::tie(e1, rest...);
   using all = std::tuple<E1, Rest...>;
   [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
+    detail::log_compiled_placement(std::tie(std::get<X>(args)...));
     cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<k + S, all>>...>
         ctx(std::get<k + S>(args)...);
@@ -101,6 +105,7 @@ auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
   const auto args = std::tie(e1, e2, rest...);
   return [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
     using all = std::tuple<E1, E2, Rest...>;
+    detail::log_compiled_placement(std::tie(std::get<X>(args)...));
     cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<2 + k + S, all>>...>
         ctx(std::get<2 + k + S>(args)...);

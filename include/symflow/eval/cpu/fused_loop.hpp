@@ -71,7 +71,7 @@ inline constexpr std::size_t streaming_store_bytes = std::size_t(16) << 20;
 
 // The NaN/Inf detection rides in every fused map (check_numerics reads its answer when switched on).
 // Defining SYMFLOW_FUSED_NUMERICS_CHECK=0 takes it out of the loops, to measure what it costs
-// (bench_elementwise_nocheck); check_numerics then scans outputs instead.
+// (bench_check_numerics_nofused); check_numerics then scans outputs instead.
 #if defined(SYMFLOW_FUSED_NUMERICS_CHECK)
 inline constexpr bool fused_numerics_check = SYMFLOW_FUSED_NUMERICS_CHECK != 0;
 #else

@@ -55,6 +55,11 @@ TEST(GraphLowering, EveryOpPrintsBackLikeItsType) {
   auto labels = placeholder<"labels", std::int32_t, shape<dyn>>();
   auto xe = mean(sum(one_hot<4>(labels) * -log_softmax(x), axes<1>)) + sum(max(z, axes<2>, keepdims));
   expect_graph_prints_like(xe, grad(xe, x), grad(xe, z));
+  auto img = placeholder<"img", float, shape<dyn, 6, 6, 2>>();
+  auto K = variable<"K", float, shape<3, 3, 2, 4>>();
+  auto pooled = avg_pool2d<1>(dropout(max_pool2d<2>(conv2d<1, padding::same>(img, K)), 0.5, 3));
+  auto cnn = mean(softmax_cross_entropy(reshape<shape<dyn, 36>>(pooled), labels));
+  expect_graph_prints_like(cnn, grad(cnn, K), grad(cnn, img));
   // Together these graphs use every op a loader knows: all of them round-trip.
   std::vector<std::string> missing;
   for (const auto& schema : op_schemas())

@@ -202,4 +202,17 @@ inline std::string_view scope_of_name(std::string_view scoped) {
   return slash == std::string_view::npos ? std::string_view{} : scoped.substr(0, slash);
 }
 
+namespace detail {
+// The data's extents must agree with the declared type wherever the type knows an extent.
+inline void check_data_fits_type(std::string_view context, const std::string& who, const graph_type& type,
+                                 const graph_tensor& data) {
+  bool ok = data.type == type.type && data.extents.size() == type.shape.size();
+  for (std::size_t i = 0; ok && i < data.extents.size(); ++i)
+    ok = type.shape[i] == unknown_extent || type.shape[i] == data.extents[i];
+  if (!ok)
+    throw graph_error(std::string(context) + ": " + who + ": its data " + std::string(dtype_name(data.type)) + graph_shape_string(data.extents) +
+                      " does not fit its type " + graph_type_string(type));
+}
+}  // namespace detail
+
 }  // namespace symflow

@@ -51,6 +51,7 @@ struct attribute_schema_recorder {
   std::vector<attribute_spec>* out;
   void operator()(std::string_view k, bool) const { out->push_back({k, attribute_kind::boolean}); }
   void operator()(std::string_view k, std::size_t) const { out->push_back({k, attribute_kind::integer}); }
+  void operator()(std::string_view k, double) const { out->push_back({k, attribute_kind::number}); }
   void operator()(std::string_view k, dtype) const { out->push_back({k, attribute_kind::dtype_name}); }
   template <std::size_t N>
   void operator()(std::string_view k, const std::array<std::size_t, N>&) const {
@@ -72,12 +73,16 @@ consteval bool elementwise_takes() {
     return requires { Op::apply(((void)I, 1.0f)...); };
   }(std::make_index_sequence<N>{});
 }
+// A struct rather than an alias template: nvcc's front end expands an alias that ignores its
+// argument before the pack, and then finds no pack to expand.
 template <std::size_t>
-using square_shape = shape<2, 2>;
+struct square_shape {
+  using type = shape<2, 2>;
+};
 template <class Op, std::size_t N>
 consteval bool kernel_takes() {
   return []<std::size_t... I>(std::index_sequence<I...>) {
-    return requires { typename Op::template result_shape<square_shape<I>...>; };
+    return requires { typename Op::template result_shape<typename square_shape<I>::type...>; };
   }(std::make_index_sequence<N>{});
 }
 
@@ -92,6 +97,8 @@ op_schema schema_of() {
     if constexpr (kernel_takes<Op, 2>()) {
       s.min_inputs = 2;
       s.max_inputs = kernel_takes<Op, 3>() ? unbounded_inputs : 2;
+    } else if constexpr (kernel_takes<Op, 3>()) {
+      s.min_inputs = s.max_inputs = 3;
     }
   } else if constexpr (Kind == node_kind::reduction) {
     s.attributes = {{"axes", attribute_kind::integers}, {"keepdims", attribute_kind::boolean}};
@@ -132,7 +139,12 @@ using registered_ops = std::tuple<
     op_entry<view, expand_dims_op<1u>>,
     // kernels
     op_entry<kernel, matmul_op>, op_entry<kernel, concat_op<0>>, op_entry<kernel, one_hot_op<1, float>>,
-    op_entry<kernel, reduced_count_op<1u, float>>, op_entry<kernel, scatter_op<0>>>;
+    op_entry<kernel, reduced_count_op<1u, float>>, op_entry<kernel, scatter_op<0>>,
+    op_entry<kernel, conv2d_op<1, padding::same>>, op_entry<kernel, conv2d_backprop_input_op<1, padding::same>>,
+    op_entry<kernel, conv2d_backprop_filter_op<1, padding::same>>, op_entry<kernel, max_pool2d_op<2, 2>>,
+    op_entry<kernel, max_pool2d_backward_op<2, 2>>, op_entry<kernel, avg_pool2d_op<2, 2>>,
+    op_entry<kernel, avg_pool2d_backward_op<2, 2>>, op_entry<kernel, dropout_op>,
+    op_entry<kernel, softmax_cross_entropy_op>, op_entry<kernel, softmax_cross_entropy_backward_op>>;
 }  // namespace op_list
 using op_list::registered_ops;
 

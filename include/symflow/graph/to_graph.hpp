@@ -2,6 +2,7 @@
 // to_graph(exprs...): lowers expression types (gradients are ordinary expressions) to a graph value.
 // Identical subexpressions — same type and same runtime data (same_value) — become one value; the
 // first occurrence met in a depth-first, operands-in-order walk gives it its name and location.
+#include <set>
 #include <string>
 #include <tuple>
 #include <typeindex>
@@ -13,7 +14,6 @@
 #include "../expr/same_value.hpp"
 #include "../expr/structural.hpp"
 #include "graph.hpp"
-#include "validate.hpp"
 
 namespace symflow {
 
@@ -49,6 +49,7 @@ struct attribute_collector {
   void operator()(std::string_view k, std::size_t v) const {
     out->push_back({std::string(k), static_cast<std::int64_t>(v)});
   }
+  void operator()(std::string_view k, double v) const { out->push_back({std::string(k), v}); }
   void operator()(std::string_view k, dtype v) const { out->push_back({std::string(k), std::string(dtype_name(v))}); }
   template <std::size_t N>
   void operator()(std::string_view k, const std::array<std::size_t, N>& v) const {
@@ -100,7 +101,18 @@ class graph_lowering {
     for (std::size_t i = 0; i < g.nodes.size(); ++i)
       for (const ref& r : node_inputs_[i]) g.nodes[i].inputs.push_back(id(r));
     for (const ref& r : outputs_) g.outputs.push_back(id(r));
-    validate(g, "to_graph");
+    // The rest of validation happens where the graph is loaded or run: evaluation lowers graphs too
+    // (check_numerics, the placement log) and need not compile the op table. Leaf names are keys of
+    // feeds and parameter stores, so two leaves sharing one are refused here.
+    std::set<std::string_view> names;
+    for (std::size_t i = 0; i < g.inputs.size(); ++i)
+      if (!names.insert(g.inputs[i].name).second)
+        throw graph_error("to_graph: input " + std::to_string(i) + " '" + g.inputs[i].name +
+                          "': the name is used by another input or parameter");
+    for (std::size_t i = 0; i < g.parameters.size(); ++i)
+      if (!names.insert(g.parameters[i].name).second)
+        throw graph_error("to_graph: parameter " + std::to_string(i) + " '" + g.parameters[i].name +
+                          "': the name is used by another input or parameter");
     return g;
   }
 

@@ -57,16 +57,6 @@ inline void check_tensor_data(std::string_view context, const std::string& who, 
       if (t.bytes[i] > 1) graph_fail(context, who + ": bool element " + std::to_string(i) + " is neither 0 nor 1");
 }
 
-// The data's extents must agree with the declared type wherever the type knows an extent.
-inline void check_data_fits_type(std::string_view context, const std::string& who, const graph_type& type,
-                                 const graph_tensor& data) {
-  bool ok = data.type == type.type && data.extents.size() == type.shape.size();
-  for (std::size_t i = 0; ok && i < data.extents.size(); ++i)
-    ok = type.shape[i] == unknown_extent || type.shape[i] == data.extents[i];
-  if (!ok)
-    graph_fail(context, who + ": its data " + std::string(dtype_name(data.type)) + graph_shape_string(data.extents) +
-                            " does not fit its type " + graph_type_string(type));
-}
 
 inline bool attribute_has_kind(const attribute_value& v, attribute_kind k) {
   switch (k) {

@@ -1,0 +1,242 @@
+#pragma once
+// softmax_cross_entropy(logits [N,K], labels [N] integer) -> [N]: per-example loss
+// logsumexp(logits[n]) - logits[n, label[n]], in one pass per row (shifted by the row maximum, so
+// exp never overflows; accumulated in double). Its adjoint, (softmax(logits) - one_hot(labels)) * g,
+// is a kernel too: one pass per row instead of the max/exp/sum/divide passes and the one_hot that the
+// composed expression evaluates.
+//
+// A label outside [0, K) marks a padding example: its loss and its gradient are 0 (as
+// -sum(one_hot(labels) * log_softmax(logits)) gives, one_hot being a zero row there).
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../core/tensor.hpp"
+#include "../expr/leaves.hpp"
+#include "../expr/runtime_forms.hpp"
+#include "../expr/structural.hpp"
+#include "conv2d.hpp"
+#include "expand_as.hpp"
+#include "expand_dims.hpp"
+#include "mul.hpp"
+#include "one_hot.hpp"
+#include "softmax.hpp"
+#include "sub.hpp"
+#include "sum.hpp"
+
+namespace symflow {
+namespace ops {
+namespace sce_detail {
+
+template <class SL, class SY>
+consteval bool static_shapes_fit() {
+  if constexpr (SL::rank != 2 || SY::rank != 1) return false;
+  else return conv_detail::compatible(SL::extents[0], SY::extents[0]) && SL::extents[1] != 0;
+}
+template <class SL, class SY>
+consteval std::array<std::size_t, 1> static_result() {
+  // Spelled out: nvcc's front end does not elide the braces of a returned std::array.
+  if constexpr (SL::rank == 0 || SY::rank == 0) return std::array<std::size_t, 1>{dyn};
+  else return std::array<std::size_t, 1>{SL::extents[0] != dyn ? SL::extents[0] : SY::extents[0]};
+}
+
+template <class Who, class L, class Y>
+void check(const Who& who, std::string_view op, const L& logits, const Y& labels) {
+  if (logits.size() != 2 || labels.size() != 1 || logits[0] != labels[0] || logits[1] == 0)
+    throw shape_error(std::string(who) + ": " + std::string(op) + " takes logits [N,K] with K >= 1 and labels [N], not " +
+                      format_extents(logits) + " and " + format_extents(labels));
+}
+
+// Row n's maximum and sum of exp(logit - maximum).
+template <class T>
+std::pair<double, double> row_stats(const T* row, std::size_t k) {
+  const double m = double(*std::max_element(row, row + k));
+  double s = 0;
+  for (std::size_t j = 0; j < k; ++j) s += std::exp(double(row[j]) - m);
+  return {m, s};
+}
+
+template <class T, class Label>
+void forward(const T* logits, const Label* labels, T* loss, std::size_t n, std::size_t k) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const T* row = logits + i * k;
+    const auto label = labels[i];
+    if (label < 0 || std::size_t(label) >= k) {
+      loss[i] = T(0);
+      continue;
+    }
+    const auto [m, s] = row_stats(row, k);
+    loss[i] = T(m + std::log(s) - double(row[std::size_t(label)]));
+  }
+}
+
+template <class T, class Label>
+void backward(const T* g, const T* logits, const Label* labels, T* out, std::size_t n, std::size_t k) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const T* row = logits + i * k;
+    T* d = out + i * k;
+    const auto label = labels[i];
+    if (label < 0 || std::size_t(label) >= k) {
+      std::fill_n(d, k, T(0));
+      continue;
+    }
+    const auto [m, s] = row_stats(row, k);
+    const double scale = double(g[i]) / s;
+    for (std::size_t j = 0; j < k; ++j) d[j] = T(std::exp(double(row[j]) - m) * scale);
+    d[std::size_t(label)] -= g[i];
+  }
+}
+
+template <class F>
+void with_label_dtype(dtype t, std::string_view op, F&& f) {
+  if (t == dtype::i32) f(std::int32_t{});
+  else if (t == dtype::i64) f(std::int64_t{});
+  else throw value_error(std::string(op) + ": labels must be i32 or i64, not " + std::string(dtype_name(t)));
+}
+}  // namespace sce_detail
+
+struct softmax_cross_entropy_op {
+  static constexpr std::string_view name = "softmax_cross_entropy";
+  static constexpr bool contiguous_operands = true;
+  template <class L, class Y>
+  using result_type = L;
+  template <class SL, class SY>
+  static constexpr bool shapes_ok = sce_detail::static_shapes_fit<SL, SY>();
+  template <class SL, class SY>
+  using result_shape = shape_from_array_t<sce_detail::static_result<SL, SY>()>;
+
+  static extents_t<1> infer_extents(const auto& who, const extents_t<2>& logits, const extents_t<1>& labels) {
+    sce_detail::check(who, name, logits, labels);
+    return labels;
+  }
+  template <class T, class Out, class L, class Y>
+  static void run_cpu(const Out& out, const L& logits, const Y& labels) {
+    sce_detail::forward<T>(logits.data(), labels.data(), out.data(), logits.extent(0), logits.extent(1));
+  }
+  template <class G, class Y, class L, class Lab>
+  static auto gradient(const G& g, const Y&, const L& logits, const Lab& labels) {
+    return std::tuple{softmax_cross_entropy_backward(g, logits, labels), no_gradient{}};
+  }
+  // d loss[n] = sum_k (softmax - one_hot)[n,k] * dlogits[n,k]
+  template <class Y, class TL, class TY, class L, class Lab>
+  static auto tangent(const Y& y, const TL& tl, const TY&, const L& logits, const Lab& labels) {
+    if constexpr (is_no_gradient_v<TL>) return no_gradient{};
+    else
+      return sum(softmax_cross_entropy_backward(expand_as(one<value_type_of<Y>>{}, y), logits, labels) * tl, axes<-1>);
+  }
+
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs&, const std::vector<runtime_extents>& in, const std::string& who) {
+    conv_detail::expect_operands(in, 2, who);
+    sce_detail::check(who, name, in[0], in[1]);
+    return in[1];
+  }
+  template <class Attrs>
+  static void run_runtime(const Attrs&, const runtime_array& out, const std::vector<runtime_array>& in) {
+    conv_detail::with_float_element(out.type, name, [&](auto t) {
+      sce_detail::with_label_dtype(in[1].type, name, [&](auto label) {
+        using T = decltype(t);
+        sce_detail::forward<T>(static_cast<const T*>(in[0].data), static_cast<const decltype(label)*>(in[1].data),
+                               out.as<T>(), in[0].extents[0], in[0].extents[1]);
+      });
+    });
+  }
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs&, const H& g, const H&, const std::vector<H>& x) {
+    return {b.apply("softmax_cross_entropy_backward", {g, x[0], x[1]}), std::nullopt};
+  }
+};
+
+// softmax_cross_entropy_backward(g [N], logits [N,K], labels [N]) -> [N,K]:
+// g[n] * (softmax(logits[n]) - one_hot(labels[n])), zero rows for padding labels.
+struct softmax_cross_entropy_backward_op {
+  static constexpr std::string_view name = "softmax_cross_entropy_backward";
+  static constexpr bool contiguous_operands = true;
+  template <class G, class L, class Y>
+  using result_type = G;
+  template <class SG, class SL, class SY>
+  static constexpr bool shapes_ok = [] {
+    if constexpr (!sce_detail::static_shapes_fit<SL, SY>() || SG::rank != 1) return false;
+    else return conv_detail::compatible(SG::extents[0], sce_detail::static_result<SL, SY>()[0]);
+  }();
+  template <class SG, class SL, class SY>
+  using result_shape = SL;
+
+  static extents_t<2> infer_extents(const auto& who, const extents_t<1>& g, const extents_t<2>& logits,
+                                    const extents_t<1>& labels) {
+    sce_detail::check(who, name, logits, labels);
+    conv_detail::check_adjoint_extents(who, g, labels, "softmax_cross_entropy's result");
+    return logits;
+  }
+  template <class T, class Out, class G, class L, class Y>
+  static void run_cpu(const Out& out, const G& g, const L& logits, const Y& labels) {
+    sce_detail::backward<T>(g.data(), logits.data(), labels.data(), out.data(), logits.extent(0), logits.extent(1));
+  }
+  // With p = softmax(logits), t = one_hot(labels), v = 1 for a label in range (else 0), this op is
+  // g v (p - t): linear in g; in the logits its derivative is g v (diag(p) - p p^T) per row.
+  template <class A, class Y, class G, class L, class Lab>
+  static auto gradient(const A& a, const Y&, const G& g, const L& logits, const Lab& labels) {
+    constexpr std::size_t K = shape_of<L>::extents[1];
+    static_assert(K != dyn, "symflow: second derivatives through softmax_cross_entropy need a static class count");
+    const auto p = softmax(logits);
+    const auto t = one_hot<K, value_type_of<L>>(labels);
+    const auto valid = sum(t, axes<-1>);
+    const auto pa = p * a;
+    return std::tuple{sum(a * (p - t), axes<-1>) * valid,
+                      expand_dims<2u>(g * valid) * (pa - p * sum(pa, axes<-1>, keepdims)), no_gradient{}};
+  }
+
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs&, const std::vector<runtime_extents>& in, const std::string& who) {
+    conv_detail::expect_operands(in, 3, who);
+    sce_detail::check(who, name, in[1], in[2]);
+    conv_detail::check_adjoint_extents(who, in[0], in[2], "softmax_cross_entropy's result");
+    return in[1];
+  }
+  template <class Attrs>
+  static void run_runtime(const Attrs&, const runtime_array& out, const std::vector<runtime_array>& in) {
+    conv_detail::with_float_element(out.type, name, [&](auto t) {
+      sce_detail::with_label_dtype(in[2].type, name, [&](auto label) {
+        using T = decltype(t);
+        sce_detail::backward<T>(static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
+                                static_cast<const decltype(label)*>(in[2].data), out.as<T>(), in[1].extents[0],
+                                in[1].extents[1]);
+      });
+    });
+  }
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs&, const H& a, const H&, const std::vector<H>& x) {
+    const H& g = x[0];
+    const H& logits = x[1];
+    const std::int64_t k = logits.shape().at(1);
+    if (k < 0) throw shape_error("differentiate: second derivatives through softmax_cross_entropy need a known class count");
+    const H p = exp(log_softmax(logits));
+    const H t = one_hot(x[2], k, logits.value_type());
+    const H valid = reduce_value(sum_op{}, t, {-1}, false);
+    const H pa = p * a;
+    const H dg = reduce_value(sum_op{}, a * (p - t), {-1}, false) * valid;
+    const H column = b.apply("expand_dims", {g * valid}, {{"axes", std::vector<std::int64_t>{1}}});
+    return {dg, column * (pa - p * reduce_value(sum_op{}, pa, {-1}, true)), std::nullopt};
+  }
+};
+}  // namespace ops
+
+// Per-example softmax cross-entropy of logits [N,K] against integer labels [N]; mean(...) of it is
+// the usual classification loss.
+template <expression L, expression Y>
+auto softmax_cross_entropy(const L& logits, const Y& labels, std::source_location where = std::source_location::current()) {
+  static_assert(std::is_floating_point_v<value_type_of<L>>, "symflow: softmax_cross_entropy needs floating-point logits");
+  static_assert(std::is_integral_v<value_type_of<Y>> && !std::is_same_v<value_type_of<Y>, bool>,
+                "symflow: softmax_cross_entropy needs integer labels");
+  return make_kernel(ops::softmax_cross_entropy_op{}, where, logits, labels);
+}
+template <expression G, expression L, expression Y>
+auto softmax_cross_entropy_backward(const G& g, const L& logits, const Y& labels,
+                                    std::source_location where = std::source_location::current()) {
+  static_assert(std::is_same_v<value_type_of<G>, value_type_of<L>>,
+                "symflow: softmax_cross_entropy_backward needs the adjoint in the logits' dtype");
+  return make_kernel(ops::softmax_cross_entropy_backward_op{}, where, g, logits, labels);
+}
+}  // namespace symflow

@@ -250,3 +250,26 @@ TEST(RuntimeGrad, GradientOfAGradientGraphIsAGraphToo) {
   auto out = interpreter(second).run(rf);
   for (std::size_t i = 0; i < 5; ++i) EXPECT_NEAR(out[1].data<double>()[i], 6 * tx[i], 1e-12);
 }
+
+TEST(Interpreter, RunIntoReusesTheCallersOutputStorage) {
+  auto x = placeholder<"x", float, shape<dyn, 4>>();
+  auto e = tanh(x * 2.0f) + x;
+  const interpreter run(to_graph(e, sum(e), e));
+  runtime_feeds rf;
+  rf["x"] = runtime_tensor(random_tensor<float, shape<dyn, 4>>({300, 4}, 60));
+  std::vector<runtime_tensor> outs;
+  run.run_into(outs, rf);
+  ASSERT_EQ(outs.size(), 3u);
+  const void* first = outs[0].bytes();
+  const void* second = outs[1].bytes();
+  rf["x"] = runtime_tensor(random_tensor<float, shape<dyn, 4>>({300, 4}, 61));
+  run.run_into(outs, rf);
+  EXPECT_EQ(outs[0].bytes(), first);
+  EXPECT_EQ(outs[1].bytes(), second);
+  const auto fresh = run.run(rf);
+  for (std::size_t k = 0; k < 3; ++k) {
+    ASSERT_EQ(outs[k].byte_size(), fresh[k].byte_size());
+    EXPECT_EQ(std::memcmp(outs[k].bytes(), fresh[k].bytes(), fresh[k].byte_size()), 0) << k;
+  }
+  EXPECT_NE(outs[2].bytes(), outs[0].bytes());  // a repeated output is its own copy
+}

@@ -139,16 +139,27 @@ class interpreter {
   // The graph's outputs for these feeds (by input name). Parameters come from `store` when it holds
   // them, else from the values embedded in the graph.
   std::vector<runtime_tensor> run(const runtime_feeds& feeds, const params* store = nullptr) const {
+    std::vector<runtime_tensor> outputs;
+    run_into(outputs, feeds, store);
+    return outputs;
+  }
+
+  // As run, writing into `outputs` and reusing each tensor's storage when its dtype and extents are
+  // already right (first touching fresh memory costs about as much as a memory-bound pass; a loop
+  // that runs a graph repeatedly should keep its outputs).
+  void run_into(std::vector<runtime_tensor>& outputs, const runtime_feeds& feeds, const params* store = nullptr) const {
+    outputs.resize(graph_.outputs.size());
     run_state s(*this, feeds, store);
     s.bind_leaves(feeds, store);
     s.infer_types();
     s.plan_groups();
     s.count_uses();
+    s.reusable = &outputs;
     for (auto id : graph_.outputs) s.ensure(id);
     stats_ = s.stats;
     trace_ = std::move(s.trace);
     profile_ = std::move(s.profile);
-    return s.take_outputs();
+    s.take_outputs(outputs);
   }
 
  private:
@@ -411,8 +422,24 @@ class interpreter {
       release_inputs_of({id}, -1);
     }
 
+    std::vector<runtime_tensor>* reusable = nullptr;  // the caller's output tensors
+
     slot& fresh(std::uint32_t id) {
       slot& v = values[id];
+      if (reusable) {
+        // The first position this value has among the outputs: its tensor is written in place.
+        const auto at = std::find(g.outputs.begin(), g.outputs.end(), id);
+        if (at != g.outputs.end()) {
+          runtime_tensor& out = (*reusable)[std::size_t(at - g.outputs.begin())];
+          if (out.type() == v.type && out.extents() == v.extents && (out.byte_size() || !element_count(v.extents))) {
+            v.owner.reset();
+            v.data = out.bytes();
+            v.ready = true;
+            ++stats.materialised_values;
+            return v;
+          }
+        }
+      }
       v.owner = std::make_shared<runtime_tensor>(v.type, v.extents);
       v.data = v.owner->bytes();
       v.ready = true;
@@ -656,23 +683,23 @@ class interpreter {
       for (std::size_t i = 0; i < n; ++i) std::memcpy(static_cast<char*>(dst) + i * esize, value, esize);
     }
 
-    // Outputs computed into storage of their own are moved out; the rest (feeds, aliases, repeats)
-    // are copied.
-    std::vector<runtime_tensor> take_outputs() {
-      std::vector<runtime_tensor> out;
+    // Outputs computed into the caller's tensors are already in place; those computed into storage of
+    // their own are moved out; the rest (feeds, aliases, repeats) are copied.
+    void take_outputs(std::vector<runtime_tensor>& out) {
       for (std::size_t k = 0; k < g.outputs.size(); ++k) {
         slot& v = values[g.outputs[k]];
+        if (v.data == out[k].bytes() && out[k].extents() == v.extents && out[k].type() == v.type) continue;
         const bool repeated = std::count(g.outputs.begin() + std::ptrdiff_t(k) + 1, g.outputs.end(), g.outputs[k]) > 0;
         if (!repeated && v.owner && v.owner.use_count() == 1 && v.data == v.owner->bytes() &&
             v.owner->extents() == v.extents) {
-          out.push_back(std::move(*v.owner));
+          out[k] = std::move(*v.owner);
+          v.data = out[k].bytes();
           continue;
         }
         runtime_tensor t(v.type, v.extents);
         if (t.byte_size()) std::memcpy(t.bytes(), v.data, t.byte_size());
-        out.push_back(std::move(t));
+        out[k] = std::move(t);
       }
-      return out;
     }
   };
 

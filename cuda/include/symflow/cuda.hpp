@@ -10,11 +10,13 @@
 // .cpp files; the evaluator (kernels) needs nvcc.
 #include "cuda/runtime.hpp"
 #include "cuda/device_tensor.hpp"
+#include "cuda/placement_log.hpp"
 #if defined(__CUDACC__)
 #include "cuda/device.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/evaluators.hpp"
 #include "cuda/fusion_groups.hpp"
 #include "cuda/kernel_ops.hpp"
+#include "cuda/multi_output.hpp"
 #include "cuda/eval.hpp"
 #endif

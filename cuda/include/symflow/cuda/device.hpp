@@ -41,16 +41,14 @@ struct alignas(sizeof(T) * V >= 16 ? 16 : sizeof(T) * V) vec {
 };
 
 #if defined(__CUDACC__)
-// Read-only loads through the non-coherent path where CUDA has an overload for the type.
+// Plain loads, not __ldg: CUDA's __ldg is an `asm volatile`, which the compiler may neither merge nor
+// reorder, so a leaf read twice in one group (exp(z) in both a loss and its gradient, or in two
+// places of one gradient) was loaded, and everything computed from it recomputed, once per
+// occurrence. Plain loads of memory nothing in the kernel writes before reading are merged, and
+// global loads are cached in L1 on sm_70 and newer anyway.
 template <class T>
 SYMFLOW_DEVICE T load(const T* p) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int>) {
-    return __ldg(p);
-  } else if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
-    return T(__ldg(reinterpret_cast<const long long*>(p)));
-  } else {
-    return *p;
-  }
+  return *p;
 }
 
 // V elements at p (aligned to sizeof(T) * V, or 16 bytes when that is smaller) in 16-, 8- or 4-byte pieces.
@@ -61,14 +59,14 @@ SYMFLOW_DEVICE vec<T, V> load_vec(const T* p) {
   if constexpr (bytes % 16 == 0) {
 #pragma unroll
     for (int k = 0; k < bytes / 16; ++k) {
-      const int4 x = __ldg(reinterpret_cast<const int4*>(p) + k);
+      const int4 x = reinterpret_cast<const int4*>(p)[k];
       __builtin_memcpy(reinterpret_cast<char*>(&r) + 16 * k, &x, 16);
     }
   } else if constexpr (bytes == 8) {
-    const int2 x = __ldg(reinterpret_cast<const int2*>(p));
+    const int2 x = *reinterpret_cast<const int2*>(p);
     __builtin_memcpy(&r, &x, 8);
   } else if constexpr (bytes == 4) {
-    const int x = __ldg(reinterpret_cast<const int*>(p));
+    const int x = *reinterpret_cast<const int*>(p);
     __builtin_memcpy(&r, &x, 4);
   } else {
 #pragma unroll
@@ -129,6 +127,16 @@ struct coords {
   I c[FR];
 };
 
+// The memory of the named leaves (placeholders, variables) of one kernel, one slot per leaf however
+// often it occurs: every occurrence reads its pointer and strides from the same kernel parameter, so
+// the compiler sees one address, loads it once, and computes once what the occurrences compute from
+// it (exp(z) in a loss and in each of its gradients). Evaluation functions receive it as `env`.
+template <int N, int FR>
+struct leaf_table {
+  const void* p[N > 0 ? N : 1];
+  std::size_t s[N > 0 ? N : 1][FR];
+};
+
 // A value in memory with strides in frame coordinates (0 along broadcast axes).
 template <class T, int FR>
 struct leaf {
@@ -136,17 +144,43 @@ struct leaf {
   const T* p;
   std::size_t s[FR];
 #if defined(__CUDACC__)
-  template <class I>
-  SYMFLOW_DEVICE T at(const coords<I, FR>& c) const {
+  template <class Env, class I>
+  SYMFLOW_DEVICE T at(const Env&, const coords<I, FR>& c) const {
     std::size_t off = 0;
 #pragma unroll
     for (int a = 0; a < FR; ++a) off += std::size_t(c.c[a]) * s[a];
     return load(p + off);
   }
-  SYMFLOW_DEVICE T flat(std::size_t i) const { return load(p + i); }
-  template <int V>
-  SYMFLOW_DEVICE vec<T, V> vec_at(std::size_t i) const {
+  template <class Env>
+  SYMFLOW_DEVICE T flat(const Env&, std::size_t i) const {
+    return load(p + i);
+  }
+  template <int V, class Env>
+  SYMFLOW_DEVICE vec<T, V> vec_at(const Env&, std::size_t i) const {
     return load_vec<T, V>(p + i);
+  }
+#endif
+};
+
+// A named leaf: slot K of the kernel's leaf_table.
+template <class T, int FR, int K>
+struct leaf_slot {
+  using value_type = T;
+#if defined(__CUDACC__)
+  template <class Env, class I>
+  SYMFLOW_DEVICE T at(const Env& env, const coords<I, FR>& c) const {
+    std::size_t off = 0;
+#pragma unroll
+    for (int a = 0; a < FR; ++a) off += std::size_t(c.c[a]) * env.s[K][a];
+    return load(static_cast<const T*>(env.p[K]) + off);
+  }
+  template <class Env>
+  SYMFLOW_DEVICE T flat(const Env& env, std::size_t i) const {
+    return load(static_cast<const T*>(env.p[K]) + i);
+  }
+  template <int V, class Env>
+  SYMFLOW_DEVICE vec<T, V> vec_at(const Env& env, std::size_t i) const {
+    return load_vec<T, V>(static_cast<const T*>(env.p[K]) + i);
   }
 #endif
 };
@@ -157,13 +191,16 @@ struct scalar_ref {
   using value_type = T;
   const T* p;
 #if defined(__CUDACC__)
-  template <class C>
-  SYMFLOW_DEVICE T at(const C&) const {
+  template <class Env, class C>
+  SYMFLOW_DEVICE T at(const Env&, const C&) const {
     return load(p);
   }
-  SYMFLOW_DEVICE T flat(std::size_t) const { return load(p); }
-  template <int V>
-  SYMFLOW_DEVICE vec<T, V> vec_at(std::size_t) const {
+  template <class Env>
+  SYMFLOW_DEVICE T flat(const Env&, std::size_t) const {
+    return load(p);
+  }
+  template <int V, class Env>
+  SYMFLOW_DEVICE vec<T, V> vec_at(const Env&, std::size_t) const {
     vec<T, V> r;
     const T x = load(p);
 #pragma unroll
@@ -173,22 +210,77 @@ struct scalar_ref {
 #endif
 };
 
-// A scalar literal.
+// A named rank-0 leaf: slot K of the kernel's leaf_table.
+template <class T, int K>
+struct scalar_slot {
+  using value_type = T;
+#if defined(__CUDACC__)
+  template <class Env>
+  SYMFLOW_DEVICE T value(const Env& env) const {
+    return load(static_cast<const T*>(env.p[K]));
+  }
+  template <class Env, class C>
+  SYMFLOW_DEVICE T at(const Env& env, const C&) const {
+    return value(env);
+  }
+  template <class Env>
+  SYMFLOW_DEVICE T flat(const Env& env, std::size_t) const {
+    return value(env);
+  }
+  template <int V, class Env>
+  SYMFLOW_DEVICE vec<T, V> vec_at(const Env& env, std::size_t) const {
+    vec<T, V> r;
+    const T x = value(env);
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = x;
+    return r;
+  }
+#endif
+};
+
+// A scalar literal whose value is known only at run time.
 template <class T>
 struct literal {
   using value_type = T;
   T value;
 #if defined(__CUDACC__)
-  template <class C>
-  SYMFLOW_DEVICE T at(const C&) const {
+  template <class Env, class C>
+  SYMFLOW_DEVICE T at(const Env&, const C&) const {
     return value;
   }
-  SYMFLOW_DEVICE T flat(std::size_t) const { return value; }
-  template <int V>
-  SYMFLOW_DEVICE vec<T, V> vec_at(std::size_t) const {
+  template <class Env>
+  SYMFLOW_DEVICE T flat(const Env&, std::size_t) const {
+    return value;
+  }
+  template <int V, class Env>
+  SYMFLOW_DEVICE vec<T, V> vec_at(const Env&, std::size_t) const {
     vec<T, V> r;
 #pragma unroll
     for (int k = 0; k < V; ++k) r.v[k] = value;
+    return r;
+  }
+#endif
+};
+
+// A literal whose value is part of its type (the 0s and 1s of derivatives): a compile-time constant
+// the compiler folds.
+template <class T, long long Value>
+struct fixed_literal {
+  using value_type = T;
+#if defined(__CUDACC__)
+  template <class Env, class C>
+  SYMFLOW_DEVICE T at(const Env&, const C&) const {
+    return T(Value);
+  }
+  template <class Env>
+  SYMFLOW_DEVICE T flat(const Env&, std::size_t) const {
+    return T(Value);
+  }
+  template <int V, class Env>
+  SYMFLOW_DEVICE vec<T, V> vec_at(const Env&, std::size_t) const {
+    vec<T, V> r;
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = T(Value);
     return r;
   }
 #endif
@@ -199,13 +291,16 @@ template <class T>
 struct unread {
   using value_type = T;
 #if defined(__CUDACC__)
-  template <class C>
-  SYMFLOW_DEVICE T at(const C&) const {
+  template <class Env, class C>
+  SYMFLOW_DEVICE T at(const Env&, const C&) const {
     return T{};
   }
-  SYMFLOW_DEVICE T flat(std::size_t) const { return T{}; }
-  template <int V>
-  SYMFLOW_DEVICE vec<T, V> vec_at(std::size_t) const {
+  template <class Env>
+  SYMFLOW_DEVICE T flat(const Env&, std::size_t) const {
+    return T{};
+  }
+  template <int V, class Env>
+  SYMFLOW_DEVICE vec<T, V> vec_at(const Env&, std::size_t) const {
     return vec<T, V>{};
   }
 #endif
@@ -217,28 +312,31 @@ struct map {
   using value_type = T;
   pack<C...> children;
 #if defined(__CUDACC__)
-  template <class Crd>
-  SYMFLOW_DEVICE T at(const Crd& c) const {
-    return at_impl(c, std::index_sequence_for<C...>{});
+  template <class Env, class Crd>
+  SYMFLOW_DEVICE T at(const Env& env, const Crd& c) const {
+    return at_impl(env, c, std::index_sequence_for<C...>{});
   }
-  SYMFLOW_DEVICE T flat(std::size_t i) const { return flat_impl(i, std::index_sequence_for<C...>{}); }
-  template <int V>
-  SYMFLOW_DEVICE vec<T, V> vec_at(std::size_t i) const {
-    return vec_impl<V>(i, std::index_sequence_for<C...>{});
+  template <class Env>
+  SYMFLOW_DEVICE T flat(const Env& env, std::size_t i) const {
+    return flat_impl(env, i, std::index_sequence_for<C...>{});
+  }
+  template <int V, class Env>
+  SYMFLOW_DEVICE vec<T, V> vec_at(const Env& env, std::size_t i) const {
+    return vec_impl<V>(env, i, std::index_sequence_for<C...>{});
   }
 
  private:
-  template <class Crd, std::size_t... I>
-  SYMFLOW_DEVICE T at_impl(const Crd& c, std::index_sequence<I...>) const {
-    return T(Op::apply(get<I>(children).at(c)...));
+  template <class Env, class Crd, std::size_t... I>
+  SYMFLOW_DEVICE T at_impl(const Env& env, const Crd& c, std::index_sequence<I...>) const {
+    return T(Op::apply(get<I>(children).at(env, c)...));
   }
-  template <std::size_t... I>
-  SYMFLOW_DEVICE T flat_impl(std::size_t i, std::index_sequence<I...>) const {
-    return T(Op::apply(get<I>(children).flat(i)...));
+  template <class Env, std::size_t... I>
+  SYMFLOW_DEVICE T flat_impl(const Env& env, std::size_t i, std::index_sequence<I...>) const {
+    return T(Op::apply(get<I>(children).flat(env, i)...));
   }
-  template <int V, std::size_t... I>
-  SYMFLOW_DEVICE vec<T, V> vec_impl(std::size_t i, std::index_sequence<I...>) const {
-    const auto in = make_pack(get<I>(children).template vec_at<V>(i)...);
+  template <int V, class Env, std::size_t... I>
+  SYMFLOW_DEVICE vec<T, V> vec_impl(const Env& env, std::size_t i, std::index_sequence<I...>) const {
+    const auto in = make_pack(get<I>(children).template vec_at<V>(env, i)...);
     vec<T, V> r;
 #pragma unroll
     for (int k = 0; k < V; ++k) r.v[k] = T(Op::apply(get<I>(in).v[k]...));

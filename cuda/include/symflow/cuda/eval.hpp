@@ -3,6 +3,7 @@
 #include <symflow/expr/leaves.hpp>
 
 #include "kernel_ops.hpp"
+#include "multi_output.hpp"
 
 namespace symflow::cuda {
 
@@ -36,30 +37,148 @@ auto feed(const Leaf&, const V& value) {
   else return symflow::feed<Leaf::name>(value);
 }
 
+namespace detail {
+
+template <class... A>
+constexpr std::size_t leading_expressions() {
+  constexpr bool is_expr[] = {expression<A>..., false};
+  std::size_t n = 0;
+  while (n < sizeof...(A) && is_expr[n]) ++n;
+  return n;
+}
+
+template <class T>
+inline constexpr bool is_std_tuple_v = false;
+template <class... T>
+inline constexpr bool is_std_tuple_v<std::tuple<T...>> = true;
+
+template <class Out>
+struct output_traits {
+  static constexpr bool supported = false;
+};
+template <class T, class S>
+struct output_traits<device_tensor<T, S>> {
+  static constexpr bool supported = true;
+  using value_type = T;
+  using shape_type = S;
+};
+template <class T, class S>
+struct output_traits<device_view<T, S>> {
+  static constexpr bool supported = !std::is_const_v<T>;
+  using value_type = std::remove_const_t<T>;
+  using shape_type = S;
+};
+
+// Where expression E's result goes: a device tensor (reallocated on the evaluation's stream when its
+// extents differ) or a dense device view of the right extents (a parameter's own memory).
+template <class E, class Out, class Ev>
+void* output_memory_for(Out& out, const Ev& ev, cudaStream_t stream) {
+  using O = std::remove_cvref_t<Out>;
+  static_assert(output_traits<O>::supported,
+                "symflow: cuda::eval_into writes into a device_tensor or a (non-const) device_view");
+  static_assert(std::is_same_v<typename output_traits<O>::value_type, value_type_of<E>>,
+                "symflow: an output's dtype does not match its expression");
+  static_assert(output_traits<O>::shape_type::rank == rank_of<E>, "symflow: an output's rank does not match its expression");
+  if constexpr (is_device_tensor_v<O>) {
+    static_assert(std::is_same_v<O, device_tensor<value_type_of<E>, shape_of<E>>>,
+                  "symflow: an output tensor's shape type does not match its expression");
+    if (out.extents() != ev.extents || (out.data() == nullptr && element_count<rank_of<E>>(ev.extents) != 0))
+      out = O(ev.extents, stream);
+    return out.data();
+  } else {
+    if (out.extents() != ev.extents)
+      throw shape_error("symflow::cuda::eval_into: the output view has extents " + format_extents(out.extents()) +
+                        " but the expression's result has " + format_extents(ev.extents));
+    if (!out.is_contiguous())
+      throw shape_error("symflow::cuda::eval_into: the output view must be dense (row-major, contiguous)");
+    return out.data();
+  }
+}
+
+}  // namespace detail
+
 // Evaluates `expr` on the GPU: cuda::eval(loss, cuda::feed(x, images), cuda::feed(y, labels), store).
 // Sources: device feeds, host feeds (x = tensor; uploaded), a params and/or cuda::device_params store
 // for variables (device entries win), and cuda::options (stream, TF32). Every runtime extent is
 // checked before any work is queued; the work is queued on the stream and the call returns without
 // waiting (the result is ready once the stream reaches it). Elementwise chains, broadcasts and a
 // final reduction run as one kernel; matmuls (cuBLAS), other kernel ops and inner reductions are
-// materialised first, as on the CPU.
+// materialised first, as on the CPU, and a value the expression needs twice is computed once.
 template <expression E, class... Sources>
+  requires(!expression<Sources> && ...)
 device_tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sources) {
   detail::context<Sources...> ctx(sources...);
-  auto ev = detail::make_evaluator(expr, ctx);
-  device_tensor<value_type_of<E>, shape_of<E>> out(ev.extents, ctx.stream);
-  detail::compute(ev, ctx, out.data());
+  auto evs = std::tuple{detail::make_evaluator(expr, ctx)};
+  device_tensor<value_type_of<E>, shape_of<E>> out(std::get<0>(evs).extents, ctx.stream);
+  detail::compute_outputs<std::tuple<E>>(evs, ctx, {static_cast<void*>(out.data())});
   return out;
 }
 
-// As eval, writing into `out` and reusing its memory when its extents already match.
-template <expression E, class... Sources>
-void eval_into(device_tensor<value_type_of<E>, shape_of<E>>& out, const E& expr, const Sources&... sources) {
+// As eval, writing into `out`: a device_tensor (its memory reused when its extents already match) or
+// a dense device_view of the result's extents. `out` may be the memory of an input the expression
+// reads at the same index (W - lr * dW into W's own memory); when it is read otherwise (broadcast,
+// transposed, by a reduction) the result goes through scratch memory first.
+template <class Out, expression E, class... Sources>
+  requires(!detail::is_std_tuple_v<std::remove_cvref_t<Out>> && (!expression<Sources> && ...))
+void eval_into(Out&& out, const E& expr, const Sources&... sources) {
   detail::context<Sources...> ctx(sources...);
-  auto ev = detail::make_evaluator(expr, ctx);
-  if (out.extents() != ev.extents || (out.data() == nullptr && element_count<rank_of<E>>(ev.extents) != 0))
-    out = device_tensor<value_type_of<E>, shape_of<E>>(ev.extents, ctx.stream);
-  detail::compute(ev, ctx, out.data());
+  auto evs = std::tuple{detail::make_evaluator(expr, ctx)};
+  void* memory = detail::output_memory_for<E>(out, std::get<0>(evs), ctx.stream);
+  detail::compute_outputs<std::tuple<E>>(evs, ctx, {memory});
+}
+
+// Several outputs in one evaluation: eval_into(std::tie(L, dW, db), loss, dW_expr, db_expr, sources...).
+// Outputs are device tensors or dense device views (std::tie or a tuple of views). Work the
+// expressions share runs once, elementwise outputs and full reductions over one frame run as one
+// kernel, and outputs may overwrite inputs (a training step updating its parameters in place: every
+// gradient is computed before any parameter is written).
+template <class... Out, expression E1, class... Rest>
+void eval_into(std::tuple<Out...> outs, const E1& e1, const Rest&... rest) {
+  constexpr std::size_t k = 1 + detail::leading_expressions<Rest...>();
+  static_assert(k == sizeof...(Out), "symflow: cuda::eval_into needs one output per expression");
+  const auto args = std::tie(e1, rest...);
+  using all = std::tuple<E1, Rest...>;
+  [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
+    using exprs = std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>;
+    detail::context<std::remove_cvref_t<std::tuple_element_t<k + S, all>>...> ctx(std::get<k + S>(args)...);
+    auto evs = std::tuple{detail::make_evaluator(std::get<X>(args), ctx)...};
+    const std::array<void*, k> memory{
+        detail::output_memory_for<std::tuple_element_t<X, exprs>>(std::get<X>(outs), std::get<X>(evs), ctx.stream)...};
+    detail::compute_outputs<exprs>(evs, ctx, memory);
+  }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Rest) + 1 - k>{});
+}
+
+// eval(loss, dW, db, sources...): several outputs in one evaluation, returned as a tuple of device
+// tensors (see eval_into above).
+template <expression E1, expression E2, class... Rest>
+auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
+  constexpr std::size_t k = 2 + detail::leading_expressions<Rest...>();
+  const auto args = std::tie(e1, e2, rest...);
+  using all = std::tuple<E1, E2, Rest...>;
+  return [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
+    using exprs = std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>;
+    detail::context<std::remove_cvref_t<std::tuple_element_t<k + S, all>>...> ctx(std::get<k + S>(args)...);
+    auto evs = std::tuple{detail::make_evaluator(std::get<X>(args), ctx)...};
+    auto outs = std::tuple{device_tensor<value_type_of<std::tuple_element_t<X, exprs>>, shape_of<std::tuple_element_t<X, exprs>>>(
+        std::get<X>(evs).extents, ctx.stream)...};
+    detail::compute_outputs<exprs>(evs, ctx, {static_cast<void*>(std::get<X>(outs).data())...});
+    return outs;
+  }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Rest) + 2 - k>{});
+}
+
+// The fusion group that `expr`'s own kernel would run, as the placement log prints it
+// ("dense1/relu(dense1/add([dense1/matmul], b1))"). Builds the evaluator only (host feeds are not
+// uploaded, nothing runs), so it works without a GPU.
+template <expression E, class... Sources>
+std::string root_group_description(const E& expr, const Sources&... sources) {
+  detail::context<Sources...> ctx(sources...);
+  const auto ev = detail::make_evaluator(expr, ctx);
+  if constexpr (E::kind == node_kind::reduction)
+    return ev.source.text() + "(" + detail::describe_group(ev.operand) + ")";
+  else if constexpr (E::kind == node_kind::kernel)
+    return ev.source.text() + "(" + ev.operand_list() + ")";
+  else
+    return detail::describe_group(ev);
 }
 
 }  // namespace symflow::cuda

@@ -5,6 +5,7 @@
 // (device.hpp) and run by one templated kernel (kernels.hpp). Dispatch is on node_kind only;
 // everything op-specific comes from the op type (its scalar function, identity/combine/finish, layout
 // rule or kernel).
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -22,11 +23,14 @@
 #include <symflow/expr/elementwise.hpp>
 #include <symflow/expr/leaves.hpp>
 #include <symflow/expr/reduction.hpp>
+#include <symflow/expr/same_value.hpp>
 #include <symflow/expr/structural.hpp>
+#include <symflow/expr/to_string.hpp>
 
 #include "device.hpp"
 #include "device_tensor.hpp"
 #include "kernels.hpp"
+#include "placement_log.hpp"
 
 namespace symflow::cuda {
 
@@ -47,6 +51,23 @@ struct device_feed {
 };
 
 namespace detail {
+
+// One address per node type: compared instead of typeid, whose equality test may compare the long
+// mangled names of expression types.
+template <class Node>
+inline constexpr char type_tag = 0;
+
+// A value materialised during one evaluation (a matmul, a reduction), remembered so that an
+// identical node elsewhere in the expressions being evaluated (same type, same runtime data: a
+// gradient repeats its forward pass many times) reads it instead of computing it again.
+struct shared_value {
+  const void* type = nullptr;  // &type_tag<Node>
+  const void* node = nullptr;
+  bool (*same)(const void*, const void*) = nullptr;
+  const void* data = nullptr;
+  std::size_t rank = 0;
+  std::array<std::size_t, dev::max_rank> extents{}, strides{};
+};
 
 template <class S>
 inline constexpr bool is_device_feed_v = requires { S::is_device_feed; };
@@ -92,7 +113,11 @@ struct context {
   cudaStream_t stream = nullptr;
   bool allow_tf32 = false;
   std::vector<void*> workspace;
+  char* chunk_cursor = nullptr;
+  std::size_t chunk_left = 0;
+  std::size_t next_chunk = std::size_t(4) << 20;
   std::vector<std::pair<const void*, const void*>> uploaded;  // host pointer -> device copy
+  std::vector<shared_value> shared;
 
   explicit context(const Sources&... s) : sources(s...) {
     if constexpr (options_index() != npos) {
@@ -107,11 +132,25 @@ struct context {
     for (void* p : workspace) detail::device_free(p, stream);
   }
 
+  // Scratch memory, carved from chunks of the stream-ordered pool that grow geometrically: a few
+  // allocations per evaluation instead of one per intermediate, which matters most inside a CUDA
+  // graph (each cudaMallocAsync/cudaFreeAsync captured becomes a node of its own).
   template <class T>
   T* allocate(std::size_t count) {
-    void* p = detail::device_allocate(count * sizeof(T), stream);
-    if (p) workspace.push_back(p);
-    return static_cast<T*>(p);
+    constexpr std::size_t alignment = 256;
+    const std::size_t bytes = (count * sizeof(T) + alignment - 1) / alignment * alignment;
+    if (bytes == 0) return nullptr;
+    if (bytes > chunk_left) {
+      const std::size_t chunk = std::max(bytes, next_chunk);
+      next_chunk = std::min<std::size_t>(chunk * 2, std::size_t(1) << 30);
+      chunk_cursor = static_cast<char*>(detail::device_allocate(chunk, stream));
+      workspace.push_back(chunk_cursor);
+      chunk_left = chunk;
+    }
+    T* p = reinterpret_cast<T*>(chunk_cursor);
+    chunk_cursor += bytes;
+    chunk_left -= bytes;
+    return p;
   }
   // Copies `count` host elements to the device once per evaluation (a leaf used twice is uploaded once).
   template <class T>
@@ -122,6 +161,22 @@ struct context {
     if (count) SYMFLOW_CUDA_CHECK(cudaMemcpyAsync(dev, host, count * sizeof(T), cudaMemcpyHostToDevice, stream));
     uploaded.emplace_back(host, dev);
     return dev;
+  }
+
+  template <class Node>
+  const shared_value* find_shared(const Node& node) const {
+    for (const shared_value& v : shared)
+      if (v.type == &type_tag<Node> && v.same(v.node, &node)) return &v;
+    return nullptr;
+  }
+  template <class Node>
+  void remember(const Node& node, shared_value v) {
+    v.type = &type_tag<Node>;
+    v.node = &node;
+    v.same = [](const void* a, const void* b) {
+      return same_value(*static_cast<const Node*>(a), *static_cast<const Node*>(b));
+    };
+    shared.push_back(v);
   }
 
   static constexpr std::size_t npos = std::size_t(-1);
@@ -155,6 +210,110 @@ struct context {
   }
 };
 
+// ---- where evaluators come from (placement log) -----------------------------------------------
+
+// "dense1/relu", "log_softmax/sum{axes=[1], keepdims}", "x": a node as the placement log names it.
+template <expression E>
+std::string node_label(const E& e) {
+  if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
+    return e.info.scoped_name(E::name.view());
+  } else if constexpr (E::kind == node_kind::constant) {
+    return e.info.scoped_name("constant");
+  } else if constexpr (E::kind == node_kind::literal) {
+    return symflow::detail::literal_string(e.value);
+  } else {
+    std::string s = e.info.scoped_name(E::op_name);
+    const std::string attributes = symflow::detail::attribute_string(e);
+    if (!attributes.empty()) s += "{" + attributes + "}";
+    return s;
+  }
+}
+
+// "f32[256,1024]": a result as the placement log shows it.
+template <class T, std::size_t R>
+std::string value_type_string(const extents_t<R>& e) {
+  return std::string(dtype_name(dtype_v<T>)) + format_extents(e);
+}
+
+// The symbolic node an evaluator was built from, type-erased: two pointers per evaluator, formatted
+// only when the placement log asks.
+struct node_ref {
+  const void* node = nullptr;
+  std::string (*label)(const void*) = nullptr;
+  std::string text() const { return label ? label(node) : std::string("?"); }
+};
+template <expression E>
+node_ref ref_of(const E& e) {
+  return {&e, [](const void* p) { return node_label(*static_cast<const E*>(p)); }};
+}
+
+// What a computation reads from memory: a visitor receives each leaf's data, the bytes it spans,
+// its rank, extents and strides (outputs are checked against it before they are written).
+struct memory_read {
+  const void* data;
+  std::size_t span_bytes;
+  std::size_t rank;
+  const std::size_t* extents;
+  const std::size_t* strides;
+};
+
+// ---- named leaves shared within a kernel --------------------------------------------------------
+
+// The named leaves (placeholder and variable types) of one fusion group, each once: slot K of the
+// kernel's dev::leaf_table is the K-th type here.
+template <class... K>
+struct key_list {
+  static constexpr int size = int(sizeof...(K));
+};
+template <class List, class K>
+struct key_add;
+template <class... L, class K>
+struct key_add<key_list<L...>, K> {
+  using type = std::conditional_t<std::is_void_v<K> || (std::is_same_v<K, L> || ...), key_list<L...>, key_list<L..., K>>;
+};
+template <class List, class Other>
+struct key_merge;
+template <class List>
+struct key_merge<List, key_list<>> {
+  using type = List;
+};
+template <class List, class K, class... Rest>
+struct key_merge<List, key_list<K, Rest...>> {
+  using type = typename key_merge<typename key_add<List, K>::type, key_list<Rest...>>::type;
+};
+template <class K, class List>
+struct key_index;
+template <class K, class... L>
+struct key_index<K, key_list<L...>> {
+  static constexpr int value = [] {
+    constexpr bool match[] = {std::is_same_v<K, L>..., false};
+    for (int i = 0; i < int(sizeof...(L)); ++i)
+      if (match[i]) return i;
+    return -1;
+  }();
+};
+// Evaluators declare the named leaves of the group part they head as `using keys = key_list<...>`;
+// materialised values and literals have none.
+template <class H>
+struct group_keys {
+  using type = key_list<>;
+};
+template <class H>
+  requires requires { typename H::keys; }
+struct group_keys<H> {
+  using type = typename H::keys;
+};
+template <class... Lists>
+struct keys_union {
+  using type = key_list<>;
+};
+template <class L, class... Rest>
+struct keys_union<L, Rest...> {
+  using type = typename key_merge<L, typename keys_union<Rest...>::type>::type;
+};
+template <class... H>
+using merged_keys_t = typename keys_union<typename group_keys<H>::type...>::type;
+
 // ---- frames and leaves ------------------------------------------------------------------------
 
 // Frames, their stride alignment and axis collapsing are the CPU evaluator's (host-side code).
@@ -186,6 +345,14 @@ struct device_leaf {
       l.extents[i] = e[i];
       l.strides[i] = s[i];
     }
+    return l;
+  }
+  static device_leaf of_shared(const shared_value& v) {
+    device_leaf l;
+    l.data = static_cast<const T*>(v.data);
+    l.rank = v.rank;
+    l.extents = v.extents;
+    l.strides = v.strides;
     return l;
   }
   std::size_t size() const {
@@ -228,6 +395,10 @@ struct device_leaf {
   void visit(F&& f) {
     f(in_frame, static_cast<const void*>(data), sizeof(T), Scalar);
   }
+  template <class F>
+  void visit_reads(F&& f) const {
+    if (data) f(memory_read{data, span() * sizeof(T), rank, extents.data(), strides.data()});
+  }
   template <int FR, bool Scalar>
   auto lower() const {
     if constexpr (Scalar) {
@@ -251,15 +422,22 @@ template <class Ctx, class T, class H>
 void run_map(H& root, Ctx& ctx, T* out);
 
 // ---- evaluator nodes --------------------------------------------------------------------------
+// Besides prepare/bind/visit/lower, every evaluator can describe the part of its fusion group it
+// heads (`describe`, for the placement log) and list the memory its group reads (`visit_reads`,
+// valid after prepare).
 
 // A value already in memory: a feed, a variable, a constant. Host memory is uploaded by prepare().
-template <class T, std::size_t R>
+// Key is the leaf's node type for placeholders and variables (one memory per evaluation, whatever
+// the occurrence), void for constants (two constants of one type may hold different values).
+template <class T, std::size_t R, class Key = void>
 struct memory_eval {
   using value_type = T;
   static constexpr std::size_t rank = R;
+  using keys = typename key_add<key_list<>, Key>::type;
   extents_t<R> extents{};
   device_leaf<T> leaf;
   const T* host = nullptr;  // set while the value still has to be uploaded
+  node_ref source{};
 
   static memory_eval on_device(const T* data, const extents_t<R>& e, const extents_t<R>& s) {
     memory_eval m;
@@ -285,9 +463,29 @@ struct memory_eval {
   void visit(F&& f) {
     leaf.template visit<R == 0>(f);
   }
-  template <int FR>
+  template <class F>
+  void visit_reads(F&& f) const {
+    leaf.visit_reads(f);
+  }
+  void describe(std::string& out) const { out += source.text(); }
+  template <int FR, class Keys>
   auto lower() const {
-    return leaf.template lower<FR, R == 0>();
+    if constexpr (std::is_void_v<Key>) {
+      return leaf.template lower<FR, R == 0>();
+    } else {
+      constexpr int slot = key_index<Key, Keys>::value;
+      static_assert(slot >= 0, "symflow::cuda: a named leaf is missing from its group's key list");
+      if constexpr (R == 0) return dev::scalar_slot<T, slot>{};
+      else return dev::leaf_slot<T, FR, slot>{};
+    }
+  }
+  template <class Keys, int N, int FR>
+  void fill_table(dev::leaf_table<N, FR>& table) const {
+    if constexpr (!std::is_void_v<Key>) {
+      constexpr int slot = key_index<Key, Keys>::value;
+      table.p[slot] = leaf.data;
+      for (int a = 0; a < FR; ++a) table.s[slot][a] = leaf.in_frame[a];
+    }
   }
 };
 
@@ -302,18 +500,47 @@ struct literal_eval {
   void bind(const group_frame&) {}
   template <class F>
   void visit(F&&) {}
-  template <int FR>
+  template <class F>
+  void visit_reads(F&&) const {}
+  void describe(std::string& out) const { out += symflow::detail::literal_string(value); }
+  template <int FR, class Keys>
   auto lower() const {
     return dev::literal<T>{value};
   }
+  template <class Keys, int N, int FR>
+  void fill_table(dev::leaf_table<N, FR>&) const {}
+};
+
+// A literal whose value its type carries (static_literal): a constant in the kernel.
+template <class T, long long Value>
+struct fixed_literal_eval {
+  using value_type = T;
+  static constexpr std::size_t rank = 0;
+  extents_t<0> extents{};
+  template <class Ctx>
+  void prepare(Ctx&) {}
+  void bind(const group_frame&) {}
+  template <class F>
+  void visit(F&&) {}
+  template <class F>
+  void visit_reads(F&&) const {}
+  void describe(std::string& out) const { out += symflow::detail::literal_string(T(Value)); }
+  template <int FR, class Keys>
+  auto lower() const {
+    return dev::fixed_literal<T, Value>{};
+  }
+  template <class Keys, int N, int FR>
+  void fill_table(dev::leaf_table<N, FR>&) const {}
 };
 
 template <class Op, class T, std::size_t R, class... C>
 struct elementwise_eval {
   using value_type = T;
   static constexpr std::size_t rank = R;
+  using keys = merged_keys_t<C...>;
   std::tuple<C...> children;
   extents_t<R> extents{};
+  node_ref source{};
 
   template <class F, std::size_t... I>
   void for_read(F&& f, std::index_sequence<I...>) {
@@ -334,18 +561,48 @@ struct elementwise_eval {
   void visit(F&& f) {
     for_read([&](auto& c) { c.visit(f); });
   }
-  template <int FR, std::size_t I>
+  template <class F, std::size_t... I>
+  void visit_reads(F&& f, std::index_sequence<I...>) const {
+    ((reads_operand<Op, I>() ? std::get<I>(children).visit_reads(f) : void()), ...);
+  }
+  template <class F>
+  void visit_reads(F&& f) const {
+    visit_reads(f, std::index_sequence_for<C...>{});
+  }
+  template <std::size_t... I>
+  void describe(std::string& out, std::index_sequence<I...>) const {
+    ((out += (I == 0 ? "" : ", "), reads_operand<Op, I>() ? std::get<I>(children).describe(out) : void(out += "_")),
+     ...);
+  }
+  void describe(std::string& out) const {
+    out += source.text() + "(";
+    describe(out, std::index_sequence_for<C...>{});
+    out += ")";
+  }
+  template <int FR, class Keys, std::size_t I>
   auto lower_child() const {
     using V = typename std::tuple_element_t<I, std::tuple<C...>>::value_type;
-    if constexpr (reads_operand<Op, I>()) return std::get<I>(children).template lower<FR>();
+    if constexpr (reads_operand<Op, I>()) return std::get<I>(children).template lower<FR, Keys>();
     else return dev::unread<V>{};
   }
-  template <int FR>
+  template <int FR, class Keys>
   auto lower() const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      using result = dev::map<Op, T, decltype(lower_child<FR, I>())...>;
-      return result{dev::make_pack(lower_child<FR, I>()...)};
+      using result = dev::map<Op, T, decltype(lower_child<FR, Keys, I>())...>;
+      return result{dev::make_pack(lower_child<FR, Keys, I>()...)};
     }(std::index_sequence_for<C...>{});
+  }
+  template <class Keys, int N, int FR>
+  void fill_table(dev::leaf_table<N, FR>& table) const {
+    for_read_const([&](const auto& c) { c.template fill_table<Keys>(table); });
+  }
+  template <class F, std::size_t... I>
+  void for_read_const(F&& f, std::index_sequence<I...>) const {
+    ((reads_operand<Op, I>() ? f(std::get<I>(children)) : void()), ...);
+  }
+  template <class F>
+  void for_read_const(F&& f) const {
+    for_read_const(f, std::index_sequence_for<C...>{});
   }
 };
 
@@ -357,19 +614,51 @@ struct materialised_base {
   extents_t<R> extents{};
   device_leaf<T> result;
   bool ready = false;
+  node_ref source{};
   const device_leaf<T>& as_leaf() const { return result; }
   void bind(const group_frame& f) { result.bind(f); }
   template <class F>
   void visit(F&& f) {
     result.template visit<R == 0>(f);
   }
-  template <int FR>
+  template <class F>
+  void visit_reads(F&& f) const {
+    result.visit_reads(f);
+  }
+  // Inside another group: a value another kernel computed.
+  void describe(std::string& out) const {
+    out += '[';
+    out += source.text();
+    out += ']';
+  }
+  template <int FR, class Keys>
   auto lower() const {
     return result.template lower<FR, R == 0>();
   }
+  template <class Keys, int N, int FR>
+  void fill_table(dev::leaf_table<N, FR>&) const {}
   void set_dense(const T* data) {
     result = device_leaf<T>::template of<R>(data, extents, row_major_strides<R>(extents));
     ready = true;
+  }
+  // Computes the value once per evaluation: an identical node met earlier is read instead.
+  template <class Node, class Ctx, class Compute>
+  void prepare_shared(const Node& node, Ctx& ctx, Compute&& compute) {
+    if (ready) return;
+    if (const shared_value* v = ctx.find_shared(node)) {
+      result = device_leaf<T>::of_shared(*v);
+      ready = true;
+      return;
+    }
+    T* out = ctx.template allocate<T>(element_count<R>(extents));
+    compute(out);
+    set_dense(out);
+    shared_value v;
+    v.data = out;
+    v.rank = R;
+    v.extents = result.extents;
+    v.strides = result.strides;
+    ctx.remember(node, v);
   }
 };
 
@@ -391,29 +680,39 @@ device_leaf<typename C::value_type> materialize(C& child, Ctx& ctx, bool contigu
 
 template <class Op, class T, class Ctx, class H, std::size_t RI>
 void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, std::size_t out_size,
-                std::size_t count);
+                std::size_t count, const node_ref& source);
 
 template <class Node, class C>
 struct reduction_eval : materialised_base<typename Node::value_type, Node::rank> {
   using T = typename Node::value_type;
   using Op = typename Node::op_type;
+  using node_type = Node;
   C operand;
+  const Node* node;
   std::size_t reduced_count = 1;
 
-  explicit reduction_eval(C c) : operand(std::move(c)) {
+  reduction_eval(C c, const Node& n) : operand(std::move(c)), node(&n) {
     this->extents = reduction_result_extents<Node>(operand.extents, reduced_count);
+    this->source = ref_of(n);
   }
   template <class Ctx>
   void compute_into(T* out, Ctx& ctx) {
     operand.prepare(ctx);
-    run_reduce<Op, T>(operand, ctx, Node::mask, out, element_count<Node::rank>(this->extents), reduced_count);
+    run_reduce<Op, T>(operand, ctx, Node::mask, out, element_count<Node::rank>(this->extents), reduced_count,
+                      this->source);
   }
   template <class Ctx>
   void prepare(Ctx& ctx) {
-    if (this->ready) return;
-    T* out = ctx.template allocate<T>(element_count<Node::rank>(this->extents));
-    compute_into(out, ctx);
-    this->set_dense(out);
+    this->prepare_shared(*node, ctx, [&](T* out) { compute_into(out, ctx); });
+  }
+  // As the root of an evaluation (computing into the output): what its kernel reads.
+  template <class Ctx>
+  void prepare_operands(Ctx& ctx) {
+    operand.prepare(ctx);
+  }
+  template <class F>
+  void visit_root_reads(F&& f) const {
+    operand.visit_reads(f);
   }
 };
 
@@ -424,6 +723,7 @@ struct view_eval : materialised_base<typename Node::value_type, Node::rank> {
   typename Node::op_type op;
   view_eval(C c, const Node& node) : operand(std::move(c)), op(node.op) {
     this->extents = op.infer_extents(node_description<Node>{&node}, operand.extents);
+    this->source = ref_of(node);
   }
   template <class Ctx>
   void prepare(Ctx& ctx) {
@@ -434,6 +734,12 @@ struct view_eval : materialised_base<typename Node::value_type, Node::rank> {
     const layout<RO> out = op.apply(l);
     this->result = device_leaf<T>::template of<RO>(in.data + out.offset, out.extents, out.strides);
     this->ready = true;
+  }
+  // A view of memory heading a group (a copy): it names what it views.
+  void describe(std::string& out) const {
+    out += this->source.text() + "(";
+    operand.describe(out);
+    out += ")";
   }
 };
 
@@ -446,18 +752,39 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
   using Op = typename Node::op_type;
   std::tuple<C...> operands;
   Op op;
-  kernel_eval(const Node& node, C... c) : operands(std::move(c)...), op(node.op) {
+  const Node* node;
+  kernel_eval(const Node& n, C... c) : operands(std::move(c)...), op(n.op), node(&n) {
     this->extents =
-        std::apply([&](const auto&... o) { return op.infer_extents(node_description<Node>{&node}, o.extents...); }, operands);
+        std::apply([&](const auto&... o) { return op.infer_extents(node_description<Node>{&n}, o.extents...); }, operands);
+    this->source = ref_of(n);
   }
   template <class Ctx>
   void compute_into(T* out, Ctx& ctx);  // kernel_ops.hpp
   template <class Ctx>
   void prepare(Ctx& ctx) {
-    if (this->ready) return;
-    T* out = ctx.template allocate<T>(element_count<Node::rank>(this->extents));
-    compute_into(out, ctx);
-    this->set_dense(out);
+    this->prepare_shared(*node, ctx, [&](T* out) { compute_into(out, ctx); });
+  }
+  // Operands the op does not read (reduced_count's) are neither computed nor counted as read.
+  template <class Ctx, std::size_t... I>
+  void prepare_operands(Ctx& ctx, std::index_sequence<I...>) {
+    ((reads_operand<Op, I>() ? std::get<I>(operands).prepare(ctx) : void()), ...);
+  }
+  template <class Ctx>
+  void prepare_operands(Ctx& ctx) {
+    prepare_operands(ctx, std::index_sequence_for<C...>{});
+  }
+  template <class F, std::size_t... I>
+  void visit_root_reads(F&& f, std::index_sequence<I...>) const {
+    ((reads_operand<Op, I>() ? std::get<I>(operands).visit_reads(f) : void()), ...);
+  }
+  template <class F>
+  void visit_root_reads(F&& f) const {
+    visit_root_reads(f, std::index_sequence_for<C...>{});
+  }
+  std::string operand_list() const {
+    std::string s;
+    std::apply([&](const auto&... o) { ((s += (s.empty() ? "" : ", "), o.describe(s)), ...); }, operands);
+    return s;
   }
 };
 
@@ -485,8 +812,8 @@ auto named_leaf_evaluator(const Leaf& leaf, Ctx& ctx) {
     if constexpr (std::is_same_v<typename binding::value_type, T> && binding::rank == R) {
       const auto& v = std::get<index>(ctx.sources).value;
       check(v.extents());
-      if constexpr (is_device_feed_v<binding>) return memory_eval<T, R>::on_device(v.data(), v.extents(), v.strides());
-      else return memory_eval<T, R>::on_host(v.data(), v.extents(), v.strides());
+      if constexpr (is_device_feed_v<binding>) return memory_eval<T, R, Leaf>::on_device(v.data(), v.extents(), v.strides());
+      else return memory_eval<T, R, Leaf>::on_host(v.data(), v.extents(), v.strides());
     }
   } else if constexpr (is_variable && (Ctx::device_params_index() != Ctx::npos || Ctx::host_params_index() != Ctx::npos)) {
     const std::string name(Leaf::name.view());
@@ -495,7 +822,7 @@ auto named_leaf_evaluator(const Leaf& leaf, Ctx& ctx) {
       if (store.contains(name)) {
         const auto v = store.template view<T, dyn_shape<R>>(name);
         check(v.extents());
-        return memory_eval<T, R>::on_device(v.data(), v.extents(), v.strides());
+        return memory_eval<T, R, Leaf>::on_device(v.data(), v.extents(), v.strides());
       }
     }
     if constexpr (Ctx::host_params_index() != Ctx::npos) {
@@ -503,11 +830,11 @@ auto named_leaf_evaluator(const Leaf& leaf, Ctx& ctx) {
       if (store.contains(name)) {
         const auto v = store.template view<T, dyn_shape<R>>(name);
         check(v.extents());
-        return memory_eval<T, R>::on_host(v.data(), v.extents(), v.strides());
+        return memory_eval<T, R, Leaf>::on_host(v.data(), v.extents(), v.strides());
       }
     }
     throw value_error(describe(leaf) + ": variable '" + name + "' has no value in the params store");
-    return memory_eval<T, R>{};
+    return memory_eval<T, R, Leaf>{};
   } else if constexpr (is_variable) {
     static_assert(every_variable_has_a_value<Leaf, false>::value,
                   "symflow: a variable has no value: feed it (cuda::feed(W, tensor)) or pass a params or "
@@ -519,21 +846,32 @@ auto named_leaf_evaluator(const Leaf& leaf, Ctx& ctx) {
   }
 }
 
+template <class T, long long Value>
+fixed_literal_eval<T, Value> static_literal_evaluator(const static_literal<T, Value>&) {
+  return {};
+}
+
 template <expression E, class Ctx>
 auto make_evaluator(const E& node, Ctx& ctx) {
   using T = typename E::value_type;
   constexpr std::size_t R = E::rank;
   if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
-    return named_leaf_evaluator(node, ctx);
+    auto ev = named_leaf_evaluator(node, ctx);
+    ev.source = ref_of(node);
+    return ev;
+  } else if constexpr (E::kind == node_kind::literal && is_static_literal_v<E>) {
+    return static_literal_evaluator(node);
   } else if constexpr (E::kind == node_kind::constant) {
-    return memory_eval<T, R>::on_host(node.value->data(), node.value->extents(), node.value->strides());
+    auto ev = memory_eval<T, R>::on_host(node.value->data(), node.value->extents(), node.value->strides());
+    ev.source = ref_of(node);
+    return ev;
   } else if constexpr (E::kind == node_kind::literal) {
     return literal_eval<T>{{}, T(node.value)};
   } else if constexpr (E::kind == node_kind::elementwise) {
     auto ev = std::apply(
         [&](const auto&... a) {
           using eval_t = elementwise_eval<typename E::op_type, T, R, decltype(make_evaluator(a, ctx))...>;
-          return eval_t{{make_evaluator(a, ctx)...}, {}};
+          return eval_t{{make_evaluator(a, ctx)...}, {}, ref_of(node)};
         },
         node.args);
     ev.extents.fill(1);
@@ -550,7 +888,7 @@ auto make_evaluator(const E& node, Ctx& ctx) {
     return ev;
   } else if constexpr (E::kind == node_kind::reduction) {
     auto operand = make_evaluator(std::get<0>(node.args), ctx);
-    return reduction_eval<E, decltype(operand)>(std::move(operand));
+    return reduction_eval<E, decltype(operand)>(std::move(operand), node);
   } else if constexpr (E::kind == node_kind::view) {
     auto operand = make_evaluator(std::get<0>(node.args), ctx);
     return view_eval<E, decltype(operand)>(std::move(operand), node);
@@ -562,6 +900,27 @@ auto make_evaluator(const E& node, Ctx& ctx) {
         },
         node.args);
   }
+}
+
+// The fusion group an evaluator heads, as text: "dense1/relu(dense1/add([dense1/matmul], b1))".
+template <class H>
+std::string describe_group(const H& head) {
+  std::string s;
+  head.describe(s);
+  return s;
+}
+
+// Root evaluators that are maps (elementwise, a leaf or view copied out) prepare themselves; roots
+// computed straight into the output (reductions, kernels) only their operands.
+template <class Ev, class Ctx>
+void prepare_root(Ev& ev, Ctx& ctx) {
+  if constexpr (requires { ev.prepare_operands(ctx); }) ev.prepare_operands(ctx);
+  else ev.prepare(ctx);
+}
+template <class Ev, class F>
+void visit_root_reads(const Ev& ev, F&& f) {
+  if constexpr (requires { ev.visit_root_reads(f); }) ev.visit_root_reads(f);
+  else ev.visit_reads(f);
 }
 
 }  // namespace detail

@@ -50,25 +50,38 @@ void run_map(H& root, Ctx& ctx, T* out) {
     dense = (*arrays[k + 1])[0] == 1 && aligned(leaves[k].data, leaves[k].element_size);
 
   using U = dev::canonical_t<T>;
-  const auto d = root.template lower<FR>();
+  using keys = typename group_keys<H>::type;
+  const auto d = root.template lower<FR, keys>();
   using ev_t = dev::canonical_t<std::remove_const_t<decltype(d)>>;
+  using env_t = dev::leaf_table<keys::size, FR>;
+  env_t env{};
+  root.template fill_table<keys>(env);
   const cudaStream_t s = ctx.stream;
+  auto log = [&](const char* kernel, unsigned grid) {
+    place([&] {
+      return std::string(kernel) + ", " + launch_shape(grid, dev::block_threads) + ", on " + current_device_name() +
+             ": " + describe_group(root) + " -> " + value_type_string<T>(root.extents);
+    });
+  };
   if (dense) {
     const std::size_t threads = (n + V - 1) / V;
     const std::size_t blocks = (threads + dev::block_threads - 1) / dev::block_threads;
-    dev::map_dense_kernel<U, ev_t, V><<<unsigned(blocks), dev::block_threads, 0, s>>>(out, d, n);
+    log("map_dense_kernel", unsigned(blocks));
+    dev::map_dense_kernel<U, ev_t, env_t, V><<<unsigned(blocks), dev::block_threads, 0, s>>>(out, d, env, n);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_dense_kernel");
   } else if (n <= std::size_t(UINT32_MAX)) {
     dev::index_frame<std::uint32_t> fi{int(f.rank), {}};
     for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = std::uint32_t(f.extents[a]);
-    dev::map_strided_kernel<U, ev_t, std::uint32_t, FR>
-        <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, fi, n);
+    log("map_strided_kernel (32-bit index)", dev::grid_for(n, dev::block_threads));
+    dev::map_strided_kernel<U, ev_t, env_t, std::uint32_t, FR>
+        <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, env, fi, n);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_strided_kernel");
   } else {
     dev::index_frame<std::uint64_t> fi{int(f.rank), {}};
     for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = f.extents[a];
-    dev::map_strided_kernel<U, ev_t, std::uint64_t, FR>
-        <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, fi, n);
+    log("map_strided_kernel (64-bit index)", dev::grid_for(n, dev::block_threads));
+    dev::map_strided_kernel<U, ev_t, env_t, std::uint64_t, FR>
+        <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, env, fi, n);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_strided_kernel");
   }
 }
@@ -77,7 +90,7 @@ void run_map(H& root, Ctx& ctx, T* out) {
 // extents in order), evaluating the operand on the fly.
 template <class Op, class T, class Ctx, class H, std::size_t RI>
 void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, std::size_t out_size,
-                std::size_t count) {
+                std::size_t count, const node_ref& source) {
   constexpr int FR = RI == 0 ? 1 : int(RI);
   const cudaStream_t s = ctx.stream;
   const T identity = Op::template identity<T>();
@@ -125,8 +138,12 @@ void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, 
 
   using U = dev::canonical_t<T>;
   using O = dev::canonical_t<Op>;
-  const auto d = operand.template lower<FR>();
+  using keys = typename group_keys<H>::type;
+  const auto d = operand.template lower<FR, keys>();
   using ev_t = dev::canonical_t<std::remove_const_t<decltype(d)>>;
+  using env_t = dev::leaf_table<keys::size, FR>;
+  env_t env{};
+  operand.template fill_table<keys>(env);
   const std::size_t target_threads = std::size_t(detail::sm_count()) * 2048;
   const bool inner_reduced = (rf.reduced >> (f.rank - 1)) & 1u;
   std::size_t chunks = 1;
@@ -138,8 +155,11 @@ void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, 
     if (busy < target_threads)
       chunks = std::min((target_threads + busy - 1) / busy, (count + group * 16 - 1) / (group * 16));
   } else {
-    if (out_size < target_threads)
-      chunks = std::min((target_threads + out_size - 1) / out_size, (count + 63) / 64);
+    // A block covers 32 outputs with 8 threads each; chunks of at least 64 reduced elements (8 per
+    // thread) until the blocks fill the GPU.
+    const std::size_t busy = (out_size + dev::cols_per_block - 1) / dev::cols_per_block * dev::block_threads;
+    if (busy < target_threads)
+      chunks = std::min((target_threads + busy - 1) / busy, (count + 63) / 64);
   }
   chunks = std::max<std::size_t>(1, std::min<std::size_t>(chunks, 65535));
   const std::size_t chunk = (count + chunks - 1) / chunks;
@@ -147,34 +167,35 @@ void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, 
   const bool partial = chunks > 1;
   T* dst = partial ? ctx.template allocate<T>(chunks * out_size) : out;
 
+  auto log = [&](const char* kernel, dim3 grid) {
+    place([&] {
+      return std::string(kernel) + ", " + launch_shape(grid, dev::block_threads) + ", on " + current_device_name() +
+             ": " + source.text() + "(" + describe_group(operand) + ") -> " + std::string(dtype_name(dtype_v<T>)) +
+             "[" + std::to_string(out_size) + "]" + (partial ? " (partials)" : "");
+    });
+  };
   if (inner_reduced) {
     const std::size_t per_block = std::size_t(dev::block_threads) >> group_log2;
     const dim3 grid(dev::grid_for(out_size, per_block, 65535u * 32u), unsigned(chunks));
-    dev::reduce_rows_kernel<O, U, ev_t, FR>
-        <<<grid, dev::block_threads, 0, s>>>(d, rf, dst, out_size, count, chunk, identity, group_log2, partial);
+    log(group_log2 == 5 ? "reduce_rows_kernel (a warp per output)" : "reduce_rows_kernel (a block per output)", grid);
+    dev::reduce_rows_kernel<O, U, ev_t, env_t, FR>
+        <<<grid, dev::block_threads, 0, s>>>(d, env, rf, dst, out_size, count, chunk, identity, group_log2, partial);
     SYMFLOW_CUDA_CHECK_LAUNCH("reduce_rows_kernel");
   } else {
-    const dim3 grid(dev::grid_for(out_size, dev::block_threads, 65535u * 32u), unsigned(chunks));
-    dev::reduce_cols_kernel<O, U, ev_t, FR>
-        <<<grid, dev::block_threads, 0, s>>>(d, rf, dst, out_size, count, chunk, identity, partial);
+    const dim3 grid(dev::grid_for(out_size, dev::cols_per_block, 65535u * 32u), unsigned(chunks));
+    log("reduce_cols_kernel", grid);
+    dev::reduce_cols_kernel<O, U, ev_t, env_t, FR>
+        <<<grid, dev::block_threads, 0, s>>>(d, env, rf, dst, out_size, count, chunk, identity, partial);
     SYMFLOW_CUDA_CHECK_LAUNCH("reduce_cols_kernel");
   }
   if (partial) {
+    place([&] {
+      return std::string("reduce_finish_kernel, ") + launch_shape(dev::grid_for(out_size, dev::block_threads), dev::block_threads) +
+             ", on " + current_device_name() + ": combines " + std::to_string(chunks) + " partials of " + source.text();
+    });
     dev::reduce_finish_kernel<O, U><<<dev::grid_for(out_size, dev::block_threads), dev::block_threads, 0, s>>>(
         dst, out, out_size, int(chunks), count, identity);
     SYMFLOW_CUDA_CHECK_LAUNCH("reduce_finish_kernel");
-  }
-}
-
-// The root of an evaluation: reductions and kernels write straight into `out`; anything else runs
-// as one fused map (which also copies a leaf or view into dense memory).
-template <class Ev, class Ctx, class T>
-void compute(Ev& ev, Ctx& ctx, T* out) {
-  if constexpr (requires { ev.compute_into(out, ctx); }) {
-    ev.compute_into(out, ctx);
-  } else {
-    ev.prepare(ctx);
-    run_map(ev, ctx, out);
   }
 }
 

@@ -89,6 +89,10 @@ struct kernel_impl {
 template <>
 struct kernel_impl<ops::matmul_op> {
   static constexpr bool available = true;
+  template <class Ctx>
+  static std::string placement(const Ctx& ctx) {
+    return ctx.allow_tf32 ? "cuBLAS GEMM (TF32 tensor cores)" : "cuBLAS GEMM (FP32)";
+  }
   template <class T, class Ctx, std::size_t RO, class CA, class CB>
   static void run(const ops::matmul_op&, Ctx& ctx, T* out, const extents_t<RO>& oe, CA& a, CB& b) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "symflow::cuda: matmul runs on f32 and f64");
@@ -141,6 +145,10 @@ struct kernel_impl<ops::matmul_op> {
 template <std::size_t Axis>
 struct kernel_impl<ops::concat_op<Axis>> {
   static constexpr bool available = true;
+  template <class Ctx>
+  static std::string placement(const Ctx&) {
+    return "one cudaMemcpy2DAsync per operand";
+  }
   template <class T, class Ctx, std::size_t RO, class... C>
   static void run(const ops::concat_op<Axis>&, Ctx& ctx, T* out, const extents_t<RO>& oe, C&... operands) {
     std::size_t outer = 1, inner = 1;
@@ -163,6 +171,10 @@ struct kernel_impl<ops::concat_op<Axis>> {
 template <std::size_t Depth, class To>
 struct kernel_impl<ops::one_hot_op<Depth, To>> {
   static constexpr bool available = true;
+  template <class Ctx>
+  static std::string placement(const Ctx&) {
+    return "cudaMemsetAsync + one_hot_kernel (block " + std::to_string(dev::block_threads) + ")";
+  }
   template <class T, class Ctx, std::size_t RO, class C>
   static void run(const ops::one_hot_op<Depth, To>&, Ctx& ctx, T* out, const extents_t<RO>& oe, C& labels) {
     const std::size_t total = element_count<RO>(oe);
@@ -265,16 +277,32 @@ template <class Node, class... C>
 template <class Ctx>
 void kernel_eval<Node, C...>::compute_into(T* out, Ctx& ctx) {
   constexpr std::size_t RO = Node::rank;
+  auto log = [&](const std::string& how) {
+    place([&] {
+      return std::string("kernel op ") + this->source.text() + "(" + operand_list() + ") -> " +
+             value_type_string<T>(this->extents) + ", " + how + ", on " + current_device_name();
+    });
+  };
   std::apply(
       [&](auto&... o) {
-        if constexpr (has_run_cuda<Op, T, RO, C...>)
+        if constexpr (has_run_cuda<Op, T, RO, C...>) {
+          log("the op's own run_cuda");
           run_op_cuda(op, ctx, out, this->extents, o...);
-        else if constexpr (kernel_impl<Op>::available)
+        } else if constexpr (kernel_impl<Op>::available) {
+          log(kernel_impl<Op>::placement(ctx));
           kernel_impl<Op>::template run<T>(op, ctx, out, this->extents, o...);
-        else if constexpr (reads_no_operand<Op, sizeof...(C)>(std::index_sequence_for<C...>{})) {
-          if (!run_from_extents(op, ctx, out, this->extents, o...)) run_on_host(op, ctx, out, this->extents, o...);
-        } else
+        } else if constexpr (reads_no_operand<Op, sizeof...(C)>(std::index_sequence_for<C...>{})) {
+          if (element_count<RO>(this->extents) <= dev::small_values<T>::capacity) {
+            log("values computed from extents on the host, written by set_values_kernel (grid 1, block 32)");
+            run_from_extents(op, ctx, out, this->extents, o...);
+          } else {
+            log("run_cpu on the host (synchronises)");
+            run_on_host(op, ctx, out, this->extents, o...);
+          }
+        } else {
+          log("run_cpu on the host (synchronises)");
           run_on_host(op, ctx, out, this->extents, o...);
+        }
       },
       operands);
 }

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "device.hpp"
 #include "runtime.hpp"
@@ -47,24 +49,25 @@ SYMFLOW_DEVICE coords<I, FR> decode(I i, const index_frame<I>& f) {
 
 // Dense map: every operand is laid out like the output (or is a scalar). Thread t computes
 // elements [V t, V t + V) with vector loads and one vector store; the last thread takes the tail.
-template <class T, class Ev, int V>
-__global__ void __launch_bounds__(block_threads) map_dense_kernel(T* __restrict__ out, const Ev ev, std::size_t n) {
+template <class T, class Ev, class Env, int V>
+__global__ void __launch_bounds__(block_threads) map_dense_kernel(T* __restrict__ out, const Ev ev, const Env env,
+                                                                  std::size_t n) {
   const std::size_t base = (std::size_t(blockIdx.x) * block_threads + threadIdx.x) * V;
   if (base + V <= n) {
-    store_vec<T, V>(out + base, ev.template vec_at<V>(base));
+    store_vec<T, V>(out + base, ev.template vec_at<V>(env, base));
   } else {
-    for (std::size_t i = base; i < n; ++i) out[i] = ev.flat(i);
+    for (std::size_t i = base; i < n; ++i) out[i] = ev.flat(env, i);
   }
 }
 
 // Strided map: coordinates from the linear output index, each operand applies its own strides
 // (0 along broadcast axes).
-template <class T, class Ev, class I, int FR>
-__global__ void __launch_bounds__(block_threads) map_strided_kernel(T* __restrict__ out, const Ev ev,
+template <class T, class Ev, class Env, class I, int FR>
+__global__ void __launch_bounds__(block_threads) map_strided_kernel(T* __restrict__ out, const Ev ev, const Env env,
                                                                     const index_frame<I> f, std::size_t n) {
   for (std::size_t i = std::size_t(blockIdx.x) * block_threads + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * block_threads)
-    out[i] = ev.at(decode<I, FR>(I(i), f));
+    out[i] = ev.at(env, decode<I, FR>(I(i), f));
 }
 
 // The frame of a reduction's operand: bit a of `reduced` marks a reduced axis. `single_reduced` /
@@ -112,8 +115,8 @@ SYMFLOW_DEVICE T warp_reduce(T v) {
 // Reduction whose innermost frame axis is reduced: a group of G threads (a warp, or the whole block)
 // per output, striding along the reduced elements (coalesced). blockIdx.y picks a contiguous chunk of
 // the reduced elements when the outputs alone cannot fill the GPU; each chunk then writes a partial.
-template <class Op, class T, class Ev, int FR>
-__global__ void __launch_bounds__(block_threads) reduce_rows_kernel(const Ev ev, const reduce_frame f, T* out,
+template <class Op, class T, class Ev, class Env, int FR>
+__global__ void __launch_bounds__(block_threads) reduce_rows_kernel(const Ev ev, const Env env, const reduce_frame f, T* out,
                                                                     std::size_t out_size, std::size_t count,
                                                                     std::size_t chunk, T identity, int group_log2,
                                                                     bool partial) {
@@ -130,7 +133,7 @@ __global__ void __launch_bounds__(block_threads) reduce_rows_kernel(const Ev ev,
     auto value = [&](std::size_t r) {
       coords<std::size_t, FR> cc = c;
       decode_part<FR>(r, f, true, f.single_reduced, cc);
-      return T(ev.at(cc));
+      return T(ev.at(env, cc));
     };
     T acc = identity;
     std::size_t r = r0 + lane;
@@ -156,32 +159,48 @@ __global__ void __launch_bounds__(block_threads) reduce_rows_kernel(const Ev ev,
   }
 }
 
-// Reduction whose innermost frame axis is kept: one thread per output (adjacent threads read
-// adjacent elements), looping over its reduced elements; blockIdx.y splits them into chunks.
-template <class Op, class T, class Ev, int FR>
-__global__ void __launch_bounds__(block_threads) reduce_cols_kernel(const Ev ev, const reduce_frame f, T* out,
+// Reduction whose innermost frame axis is kept (sum(x, axes<0>): a bias gradient). A block takes 32
+// adjacent outputs (adjacent threads read adjacent elements) and splits their reduced elements among
+// its 8 warps, which combine through shared memory in a fixed order: eight times the loads in flight
+// of one thread per output, which left narrow reductions ([batch, 10] -> [10]) waiting on memory
+// latency. blockIdx.y picks a chunk of the reduced elements when the outputs cannot fill the GPU.
+inline constexpr int cols_per_block = 32;
+inline constexpr int col_row_groups = block_threads / cols_per_block;
+template <class Op, class T, class Ev, class Env, int FR>
+__global__ void __launch_bounds__(block_threads) reduce_cols_kernel(const Ev ev, const Env env, const reduce_frame f, T* out,
                                                                     std::size_t out_size, std::size_t count,
                                                                     std::size_t chunk, T identity, bool partial) {
+  __shared__ T row_group_results[col_row_groups][cols_per_block];
+  const int column = int(threadIdx.x) % cols_per_block, row_group = int(threadIdx.x) / cols_per_block;
   const std::size_t r0 = std::size_t(blockIdx.y) * chunk;
   const std::size_t r1 = r0 + chunk < count ? r0 + chunk : count;
-  for (std::size_t o = std::size_t(blockIdx.x) * block_threads + threadIdx.x; o < out_size;
-       o += std::size_t(gridDim.x) * block_threads) {
-    coords<std::size_t, FR> c{};
-    decode_part<FR>(o, f, false, f.single_kept, c);
-    auto value = [&](std::size_t r) {
-      coords<std::size_t, FR> cc = c;
-      decode_part<FR>(r, f, true, f.single_reduced, cc);
-      return T(ev.at(cc));
-    };
+  for (std::size_t tile = blockIdx.x; tile * cols_per_block < out_size; tile += gridDim.x) {
+    const std::size_t o = tile * cols_per_block + column;
     T acc = identity;
-    std::size_t r = r0;
-    for (; r + 3 < r1; r += 4) {
-      const T x0 = value(r), x1 = value(r + 1), x2 = value(r + 2), x3 = value(r + 3);
-      acc = Op::combine(Op::combine(acc, x0), Op::combine(x1, Op::combine(x2, x3)));
+    if (o < out_size) {
+      coords<std::size_t, FR> c{};
+      decode_part<FR>(o, f, false, f.single_kept, c);
+      auto value = [&](std::size_t r) {
+        coords<std::size_t, FR> cc = c;
+        decode_part<FR>(r, f, true, f.single_reduced, cc);
+        return T(ev.at(env, cc));
+      };
+      constexpr std::size_t step = col_row_groups;
+      std::size_t r = r0 + row_group;
+      for (; r + 3 * step < r1; r += 4 * step) {
+        const T x0 = value(r), x1 = value(r + step), x2 = value(r + 2 * step), x3 = value(r + 3 * step);
+        acc = Op::combine(Op::combine(acc, x0), Op::combine(x1, Op::combine(x2, x3)));
+      }
+      for (; r < r1; r += step) acc = Op::combine(acc, value(r));
     }
-    for (; r < r1; ++r) acc = Op::combine(acc, value(r));
-    if (partial) out[std::size_t(blockIdx.y) * out_size + o] = acc;
-    else out[o] = Op::finish(acc, count);
+    row_group_results[row_group][column] = acc;
+    __syncthreads();
+    if (row_group == 0 && o < out_size) {
+      for (int g = 1; g < col_row_groups; ++g) acc = Op::combine(acc, row_group_results[g][column]);
+      if (partial) out[std::size_t(blockIdx.y) * out_size + o] = acc;
+      else out[o] = Op::finish(acc, count);
+    }
+    __syncthreads();
   }
 }
 
@@ -196,6 +215,176 @@ __global__ void __launch_bounds__(block_threads) reduce_finish_kernel(const T* _
     for (int s = 0; s < chunks; ++s) acc = Op::combine(acc, partials[std::size_t(s) * out_size + o]);
     out[o] = Op::finish(acc, count);
   }
+}
+
+// ---- several outputs over one frame in one pass (a loss and its gradients) -------------------
+
+// Members of a one-pass group: an elementwise output written per element, or a reduction over the
+// whole frame that each block folds into one partial.
+template <class Ev, class T>
+struct map_member {
+  static constexpr bool reduces = false;
+  Ev ev;
+  T* out;
+};
+template <class Op, class Ev>
+struct reduce_member {
+  static constexpr bool reduces = true;
+  using op_type = Op;
+  Ev ev;
+};
+
+// One value per reduction member (kernel arguments and per-thread accumulators).
+template <class T, int R>
+struct reduce_slots {
+  T v[R > 0 ? R : 1];
+};
+
+// The reduction slot of member I: how many reduction members precede it.
+template <std::size_t I, class... M>
+constexpr int slot_of() {
+  constexpr bool reduces[] = {M::reduces..., false};
+  int s = 0;
+  for (std::size_t k = 0; k < I; ++k) s += reduces[k];
+  return s;
+}
+template <class... M>
+constexpr int reduce_count() {
+  return (int(M::reduces) + ... + 0);
+}
+
+template <class T, int V, class... M>
+struct one_pass_step {
+  static constexpr int R = reduce_count<M...>();
+  // Every member's values at [i, i + V) are computed before any is stored: an output may overwrite
+  // an input that other members read at the same index (an in-place parameter update).
+  template <class Env, std::size_t... K>
+  static SYMFLOW_DEVICE void dense(const pack<M...>& m, const Env& env, std::size_t i, reduce_slots<T, R>& acc,
+                                   std::index_sequence<K...>) {
+    const auto values = make_pack(get<K>(m).ev.template vec_at<V>(env, i)...);
+    (take_vec<K>(get<K>(m), get<K>(values), i, acc), ...);
+  }
+  template <class Env, std::size_t... K>
+  static SYMFLOW_DEVICE void flat(const pack<M...>& m, const Env& env, std::size_t i, reduce_slots<T, R>& acc,
+                                  std::index_sequence<K...>) {
+    const auto values = make_pack(T(get<K>(m).ev.flat(env, i))...);
+    (take_one<K>(get<K>(m), get<K>(values), i, acc), ...);
+  }
+  template <class Env, class Crd, std::size_t... K>
+  static SYMFLOW_DEVICE void strided(const pack<M...>& m, const Env& env, const Crd& c, std::size_t i,
+                                     reduce_slots<T, R>& acc, std::index_sequence<K...>) {
+    const auto values = make_pack(T(get<K>(m).ev.at(env, c))...);
+    (take_one<K>(get<K>(m), get<K>(values), i, acc), ...);
+  }
+  template <std::size_t K, class Member>
+  static SYMFLOW_DEVICE void take_vec(const Member& member, const vec<T, V>& x, std::size_t i, reduce_slots<T, R>& acc) {
+    if constexpr (Member::reduces) {
+      constexpr int s = slot_of<K, M...>();
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc.v[s] = Member::op_type::combine(acc.v[s], x.v[k]);
+    } else {
+      store_vec<T, V>(member.out + i, x);
+    }
+  }
+  template <std::size_t K, class Member>
+  static SYMFLOW_DEVICE void take_one(const Member& member, T x, std::size_t i, reduce_slots<T, R>& acc) {
+    if constexpr (Member::reduces) {
+      constexpr int s = slot_of<K, M...>();
+      acc.v[s] = Member::op_type::combine(acc.v[s], x);
+    } else {
+      member.out[i] = x;
+    }
+  }
+  // The block's partial of each reduction member, written to partials[slot * gridDim.x + block].
+  template <std::size_t... K>
+  static SYMFLOW_DEVICE void block_partials(reduce_slots<T, R>& acc, const reduce_slots<T, R>& identity, T* partials,
+                                            std::index_sequence<K...>) {
+    (block_partial<K, std::tuple_element_t<K, std::tuple<M...>>>(acc, identity, partials), ...);
+  }
+  template <std::size_t K, class Member>
+  static SYMFLOW_DEVICE void block_partial(reduce_slots<T, R>& acc, const reduce_slots<T, R>& identity, T* partials) {
+    if constexpr (Member::reduces) {
+      using Op = typename Member::op_type;
+      constexpr int s = slot_of<K, M...>();
+      __shared__ T warp_results[block_threads / 32];
+      T v = warp_reduce<Op>(acc.v[s]);
+      if ((threadIdx.x & 31) == 0) warp_results[threadIdx.x >> 5] = v;
+      __syncthreads();
+      if (threadIdx.x < 32) {
+        v = threadIdx.x < block_threads / 32 ? warp_results[threadIdx.x] : identity.v[s];
+        v = warp_reduce<Op>(v);
+        if (threadIdx.x == 0) partials[std::size_t(s) * gridDim.x + blockIdx.x] = v;
+      }
+      __syncthreads();
+    }
+  }
+};
+
+// Dense: every member reads its leaves with stride 1 (or as scalars) and writes dense outputs, so a
+// thread takes V consecutive elements with vector loads; the grid strides over the frame.
+// R (the number of reduction members) is spelled out rather than computed in the parameter types:
+// nvcc copies the spelling of a kernel's parameter types into its host stub.
+template <class T, class Env, int V, int R, class... M>
+__global__ void __launch_bounds__(block_threads) one_pass_dense_kernel(const pack<M...> m, const Env env, std::size_t n,
+                                                                       T* partials, const reduce_slots<T, R> identity) {
+  using step = one_pass_step<T, V, M...>;
+  static_assert(step::R == R);
+  reduce_slots<T, step::R> acc = identity;
+  const std::size_t stride = std::size_t(gridDim.x) * block_threads * V;
+  for (std::size_t base = (std::size_t(blockIdx.x) * block_threads + threadIdx.x) * V; base < n; base += stride) {
+    if (base + V <= n) {
+      step::dense(m, env, base, acc, std::index_sequence_for<M...>{});
+    } else {
+      for (std::size_t i = base; i < n; ++i) step::flat(m, env, i, acc, std::index_sequence_for<M...>{});
+    }
+  }
+  if constexpr (step::R > 0) step::block_partials(acc, identity, partials, std::index_sequence_for<M...>{});
+}
+
+template <class T, class Env, class I, int FR, int R, class... M>
+__global__ void __launch_bounds__(block_threads) one_pass_strided_kernel(const pack<M...> m, const Env env,
+                                                                         const index_frame<I> f, std::size_t n,
+                                                                         T* partials, const reduce_slots<T, R> identity) {
+  using step = one_pass_step<T, 1, M...>;
+  static_assert(step::R == R);
+  reduce_slots<T, step::R> acc = identity;
+  for (std::size_t i = std::size_t(blockIdx.x) * block_threads + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * block_threads)
+    step::strided(m, env, decode<I, FR>(I(i), f), i, acc, std::index_sequence_for<M...>{});
+  if constexpr (step::R > 0) step::block_partials(acc, identity, partials, std::index_sequence_for<M...>{});
+}
+
+// Where the reductions of a one-pass group end: block b combines the partials of reduction slot b in
+// a fixed order (deterministic) and applies that op's finish step.
+template <class T, int R>
+struct reduce_targets {
+  T* out[R > 0 ? R : 1];
+  std::size_t count[R > 0 ? R : 1];
+  T identity[R > 0 ? R : 1];
+};
+template <class Op, class T, int R>
+SYMFLOW_DEVICE void finish_slot(int s, const T* partials, int blocks, const reduce_targets<T, R>& t) {
+  __shared__ T warp_results[block_threads / 32];
+  T acc = t.identity[s];
+  for (int j = int(threadIdx.x); j < blocks; j += block_threads) acc = Op::combine(acc, partials[std::size_t(s) * blocks + j]);
+  acc = warp_reduce<Op>(acc);
+  if ((threadIdx.x & 31) == 0) warp_results[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    acc = threadIdx.x < block_threads / 32 ? warp_results[threadIdx.x] : t.identity[s];
+    acc = warp_reduce<Op>(acc);
+    if (threadIdx.x == 0) *t.out[s] = Op::finish(acc, t.count[s]);
+  }
+}
+template <class T, int R, class... Ops, std::size_t... S>
+SYMFLOW_DEVICE void finish_slots(const T* partials, int blocks, const reduce_targets<T, R>& t, std::index_sequence<S...>) {
+  ((blockIdx.x == S ? finish_slot<Ops, T, R>(int(S), partials, blocks, t) : void()), ...);
+}
+template <class T, int R, class... Ops>
+__global__ void __launch_bounds__(block_threads) one_pass_finish_kernel(const T* __restrict__ partials, int blocks,
+                                                                        const reduce_targets<T, R> t) {
+  static_assert(R == int(sizeof...(Ops)));
+  finish_slots<T, R, Ops...>(partials, blocks, t, std::index_sequence_for<Ops...>{});
 }
 
 template <class T>

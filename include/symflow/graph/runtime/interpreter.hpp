@@ -555,7 +555,12 @@ class interpreter {
         for (auto& d : dstrides) d.push_back(0);
       }
       const std::size_t inner = dims.back(), total = element_count(E);
-      const std::size_t tile = std::max<std::size_t>(16, self.options_.tile_elements);
+      // Tiles, and the threads' shares, start on a multiple of the widest SIMD packet within a row
+      // (or in the row's scalar tail), as in a single-threaded pass: each element is then computed
+      // the same way, packet or scalar, whatever the thread count, so results do not depend on it.
+      constexpr std::size_t packet_grid = 16;
+      const std::size_t tile = (std::max<std::size_t>(packet_grid, self.options_.tile_elements) + packet_grid - 1) /
+                               packet_grid * packet_grid;
 
       // Where each member's operands come from: an external (index) or a member (index).
       struct operand_ref {
@@ -579,7 +584,15 @@ class interpreter {
 
       if (total == 0) return;
       std::atomic<bool> nonfinite{false};
+      const std::size_t packet_end = inner / packet_grid * packet_grid;
+      const auto snap = [&](std::size_t p) {
+        const std::size_t r = p % inner;
+        return r < packet_end ? p - r % packet_grid : p;
+      };
       auto body = [&](std::size_t, std::size_t begin, std::size_t end) {
+        begin = snap(begin);
+        end = end == total ? end : snap(end);
+        if (begin >= end) return;
         std::vector<aligned_buffer<unsigned char>> scratch;
         std::vector<void*> member_ptr(members.size());
         std::vector<const void*> external_ptr(externals.size());

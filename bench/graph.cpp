@@ -1,0 +1,156 @@
+// bench/graph: the interpreter against compiled evaluation on the W1/W2 workloads of
+// bench/elementwise (N = 2^24 float32 elements),
+//   W1 = a*b + c*sin(d)
+//   W2 = tanh(a*b + c) * exp(-d*d) + 0.5*a
+// each evaluated as:
+//   compiled_into   - eval_into a reused output (one fused SIMD/OpenMP pass; bench/elementwise's figure)
+//   compiled_eval   - eval, a fresh result per call: the interpreter also allocates its outputs per run
+//   interpreter/tile:T - the expression's graph saved to the binary form and loaded back, run by an
+//                     interpreter built once (`run`: new output tensors per call), tiles of T elements
+//   interpreter_into/tile:T - the same with `run_into`, the outputs kept between calls (as eval_into)
+//   interpreter_unfused - run_into with one pass over memory per op (intermediates are new per call)
+// plus the memory floors of bench/elementwise: out = a+b+c+d with ordinary and with streaming stores.
+// Ratios are only meaningful within one run (docs/benchmarks.md, "Graph interpreter").
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <random>
+#include <symflow/graph/all.hpp>
+#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/symflow.hpp>
+#include <vector>
+
+#include "elementwise_hand.hpp"
+
+namespace {
+
+using namespace symflow;
+using vec = tensor<float, shape<dyn>>;
+
+constexpr std::size_t n = std::size_t(1) << 24;
+constexpr std::int64_t bytes_w = 5 * std::int64_t(n) * sizeof(float);  // 4 inputs read + 1 output written
+
+struct data_set {
+  vec a, b, c, d, out;
+  runtime_feeds feeds;
+  data_set() {
+    const extents_t<1> e{n};
+    vec* all[] = {&a, &b, &c, &d};
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> dist(-2.f, 2.f);
+    for (vec* v : all) {
+      *v = vec(e, uninitialized);
+      for (std::size_t i = 0; i < n; ++i) (*v)[i] = dist(rng);
+    }
+    out = vec(e, 0.f);
+    feeds = {{"a", runtime_tensor(a)}, {"b", runtime_tensor(b)}, {"c", runtime_tensor(c)}, {"d", runtime_tensor(d)}};
+  }
+};
+
+data_set& data() {
+  static data_set d;
+  return d;
+}
+
+const auto pa = placeholder<"a", float, shape<dyn>>();
+const auto pb = placeholder<"b", float, shape<dyn>>();
+const auto pc = placeholder<"c", float, shape<dyn>>();
+const auto pd = placeholder<"d", float, shape<dyn>>();
+const auto w1 = pa * pb + pc * sin(pd);
+const auto w2 = tanh(pa * pb + pc) * exp(-pd * pd) + 0.5f * pa;
+
+// What a program that never saw the type has: the graph as it comes back from a file.
+template <class E>
+graph loaded_graph(const E& expr) {
+  return load_graph_binary(save_graph_binary(to_graph(expr)));
+}
+
+template <class Pass>
+void measure(benchmark::State& state, Pass&& pass) {
+  pass();  // untimed: threads started, pages and TLBs warm
+  for (auto _ : state) {
+    pass();
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations()) * bytes_w);
+}
+
+template <const auto& Expr>
+void compiled_into(benchmark::State& state) {
+  auto& s = data();
+  measure(state, [&] {
+    eval_into(s.out, Expr, pa = s.a, pb = s.b, pc = s.c, pd = s.d);
+    benchmark::DoNotOptimize(s.out.data());
+  });
+}
+
+template <const auto& Expr>
+void compiled_eval(benchmark::State& state) {
+  auto& s = data();
+  measure(state, [&] {
+    auto r = eval(Expr, pa = s.a, pb = s.b, pc = s.c, pd = s.d);
+    benchmark::DoNotOptimize(r.data());
+  });
+}
+
+// Argument: the tile size in elements; 0 runs unfused.
+interpreter interpreter_for(const graph& g, std::int64_t tile) {
+  return interpreter(g, {.fuse = tile > 0, .tile_elements = tile > 0 ? std::size_t(tile) : 512});
+}
+
+template <const auto& Expr>
+void interpreted(benchmark::State& state) {
+  auto& s = data();
+  const interpreter run = interpreter_for(loaded_graph(Expr), state.range(0));
+  measure(state, [&] {
+    auto r = run.run(s.feeds);
+    benchmark::DoNotOptimize(r[0].bytes());
+  });
+  state.counters["passes"] = double(run.last_stats().fused_groups);
+}
+
+template <const auto& Expr>
+void interpreted_into(benchmark::State& state) {
+  auto& s = data();
+  const interpreter run = interpreter_for(loaded_graph(Expr), state.range(0));
+  std::vector<runtime_tensor> outputs;
+  measure(state, [&] {
+    run.run_into(outputs, s.feeds);
+    benchmark::DoNotOptimize(outputs[0].bytes());
+  });
+  state.counters["passes"] = double(run.last_stats().fused_groups);
+}
+
+void read4_write1(benchmark::State& state) {
+  auto& s = data();
+  measure(state, [&] { bench::read4_write1(s.a.data(), s.b.data(), s.c.data(), s.d.data(), s.out.data(), n); });
+}
+
+void read4_write1_streaming(benchmark::State& state) {
+  auto& s = data();
+  measure(state, [&] { bench::read4_write1_streaming(s.a.data(), s.b.data(), s.c.data(), s.d.data(), s.out.data(), n); });
+}
+
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+#define SYMFLOW_BENCH(fn, name) \
+  BENCHMARK(fn)->Name(name)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", min_of)
+#define SYMFLOW_BENCH_TILES(fn, name) SYMFLOW_BENCH(fn, name)->ArgName("tile")->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)
+
+SYMFLOW_BENCH(read4_write1, "BM_floor/read4_write1");
+SYMFLOW_BENCH(read4_write1_streaming, "BM_floor/read4_write1_streaming");
+SYMFLOW_BENCH(compiled_into<w1>, "BM_W1/compiled_into");
+SYMFLOW_BENCH(compiled_eval<w1>, "BM_W1/compiled_eval");
+SYMFLOW_BENCH_TILES(interpreted<w1>, "BM_W1/interpreter");
+SYMFLOW_BENCH_TILES(interpreted_into<w1>, "BM_W1/interpreter_into");
+SYMFLOW_BENCH(interpreted_into<w1>, "BM_W1/interpreter_unfused")->ArgName("tile")->Arg(0);
+SYMFLOW_BENCH(compiled_into<w2>, "BM_W2/compiled_into");
+SYMFLOW_BENCH(compiled_eval<w2>, "BM_W2/compiled_eval");
+SYMFLOW_BENCH_TILES(interpreted<w2>, "BM_W2/interpreter");
+SYMFLOW_BENCH_TILES(interpreted_into<w2>, "BM_W2/interpreter_into");
+SYMFLOW_BENCH(interpreted_into<w2>, "BM_W2/interpreter_unfused")->ArgName("tile")->Arg(0);
+
+}  // namespace
+
+BENCHMARK_MAIN();

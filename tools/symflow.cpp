@@ -1,0 +1,315 @@
+// symflow: the command-line tool for graph files (JSON or binary, told apart by their content).
+//   symflow inspect FILE
+//   symflow dot FILE
+//   symflow run FILE --feed NAME=PATH.npy ... [--out DIR]
+//   symflow grad FILE --wrt NAME [--wrt NAME ...] -o OUT
+//   symflow convert IN OUT
+// Any bad input ends the program with exit code 1 and one line "symflow: <reason>" on stderr, so
+// scripts can test the code and show the line.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <symflow/graph/all.hpp>
+#include <symflow/graph/json.hpp>
+#include <symflow/graph/runtime/interpreter.hpp>
+
+#if __has_include(<symflow/graph/runtime/grad.hpp>)
+#include <symflow/graph/runtime/grad.hpp>
+#define SYMFLOW_CLI_HAS_GRAD 1
+#else
+#define SYMFLOW_CLI_HAS_GRAD 0
+#endif
+
+namespace {
+
+using namespace symflow;
+
+constexpr std::string_view usage_text = R"(usage: symflow <command> [arguments]
+
+Graph files are symflow graph values in either form, told apart by their content: binary
+(starting with the magic "SYMFLOWG") or JSON ("format": "symflow.graph").
+
+commands:
+  inspect FILE
+      Counts, inputs, parameters (with the total element count), constants, ops by name, nodes
+      per name scope, outputs with their types.
+  dot FILE
+      Graphviz text on stdout: one cluster per name scope, dtype and shape on every edge.
+      Render with: symflow dot model.sfg | dot -Tsvg -o model.svg
+  run FILE --feed NAME=PATH.npy [--feed NAME=PATH.npy ...] [--out DIR]
+      Evaluates the graph with the interpreter. Every input needs a --feed; a --feed naming a
+      parameter replaces the value embedded in the file (a parameter without an embedded value
+      needs one). Prints each output's dtype and shape; with --out, writes DIR/output_0.npy,
+      DIR/output_1.npy, ... (DIR is created if missing).
+  grad FILE --wrt NAME [--wrt NAME ...] -o OUT
+      Differentiates the graph: OUT has FILE's outputs followed by the gradient of the first
+      output (a floating scalar) with respect to each named input or parameter. OUT is JSON if
+      its name ends in .json, binary if it ends in .sfg, else in FILE's form.
+  convert IN OUT
+      Rewrites a graph file in the other form (JSON -> binary, binary -> JSON); an OUT name
+      ending in .json or .sfg chooses the form explicitly. Embedded parameter values are kept.
+
+  --help, -h    this text
+
+Exit status: 0 on success, 1 on any bad input (with one line "symflow: <reason>" on stderr).
+)";
+
+// Bad command lines are errors of their own kind, reported like any other bad input.
+class usage_error : public error {
+ public:
+  using error::error;
+};
+
+enum class graph_format { json, binary };
+
+std::string_view format_name(graph_format f) { return f == graph_format::json ? "JSON" : "binary"; }
+
+struct loaded_graph {
+  graph value;
+  graph_format format;
+  std::size_t bytes;
+};
+
+// Binary files announce themselves with their magic; anything else must parse as the JSON form.
+loaded_graph load_graph_file(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw error("'" + path + "' is a directory, not a graph file");
+  const auto bytes = read_file_bytes(path);
+  const bool binary = bytes.size() >= graph_binary_magic.size() &&
+                      std::memcmp(bytes.data(), graph_binary_magic.data(), graph_binary_magic.size()) == 0;
+  try {
+    if (binary) return {load_graph_binary(bytes), graph_format::binary, bytes.size()};
+    std::size_t first = 0;
+    while (first < bytes.size() && std::isspace(bytes[first])) ++first;
+    if (first == bytes.size() || bytes[first] != '{')
+      throw graph_error("not a symflow graph file (neither the binary magic SYMFLOWG nor a JSON object)");
+    return {load_graph_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())),
+            graph_format::json, bytes.size()};
+  } catch (const error& e) {
+    throw graph_error(path + ": " + e.what());
+  }
+}
+
+// The form an output file gets: its extension when it names one, else `otherwise`.
+graph_format format_for_output(const std::string& path, graph_format otherwise) {
+  const auto ext = std::filesystem::path(path).extension().string();
+  if (ext == ".json") return graph_format::json;
+  if (ext == ".sfg") return graph_format::binary;
+  return otherwise;
+}
+
+void save_graph_file(const std::string& path, const graph& g, graph_format f) {
+  if (f == graph_format::json) save_graph_json_file(path, g);
+  else save_graph_binary_file(path, g);
+}
+
+// Arguments after the command: positional ones in order, options with their values.
+struct arguments {
+  std::vector<std::string> positional;
+  std::multimap<std::string, std::string> options;
+
+  std::vector<std::string> all(const std::string& key) const {
+    std::vector<std::string> out;
+    for (auto [it, end] = options.equal_range(key); it != end; ++it) out.push_back(it->second);
+    return out;
+  }
+  std::optional<std::string> single(const std::string& command, const std::string& key) const {
+    const auto v = all(key);
+    if (v.size() > 1) throw usage_error(command + ": " + key + " given more than once");
+    if (v.empty()) return std::nullopt;
+    return v.front();
+  }
+};
+
+// Options that take a value, per command; "--name=value" and "--name value" are both accepted.
+arguments parse_arguments(const std::string& command, const std::vector<std::string>& args,
+                          const std::vector<std::string>& value_options, std::size_t positional_count) {
+  arguments out;
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    const std::string& a = args[k];
+    if (a.size() > 1 && a[0] == '-') {
+      std::string key = a, value;
+      bool inline_value = false;
+      if (const auto eq = a.find('='); a.starts_with("--") && eq != std::string::npos) {
+        key = a.substr(0, eq);
+        value = a.substr(eq + 1);
+        inline_value = true;
+      }
+      if (std::find(value_options.begin(), value_options.end(), key) == value_options.end())
+        throw usage_error(command + ": unknown option '" + key + "' (see symflow --help)");
+      if (!inline_value) {
+        if (k + 1 >= args.size()) throw usage_error(command + ": option " + key + " needs a value");
+        value = args[++k];
+      }
+      out.options.emplace(key, value);
+    } else {
+      out.positional.push_back(a);
+    }
+  }
+  if (out.positional.size() != positional_count) {
+    const std::string expected = positional_count == 1 ? "one file" : std::to_string(positional_count) + " files";
+    throw usage_error(command + ": expected " + expected + ", got " + std::to_string(out.positional.size()) +
+                      " (see symflow --help)");
+  }
+  return out;
+}
+
+int inspect_command(const std::vector<std::string>& args) {
+  const auto a = parse_arguments("inspect", args, {}, 1);
+  const auto g = load_graph_file(a.positional[0]);
+  std::cout << "file: " << a.positional[0] << " (" << format_name(g.format) << ", " << g.bytes << " bytes)\n"
+            << inspect(g.value);
+  return 0;
+}
+
+int dot_command(const std::vector<std::string>& args) {
+  const auto a = parse_arguments("dot", args, {}, 1);
+  std::cout << to_dot(load_graph_file(a.positional[0]).value);
+  return 0;
+}
+
+int convert_command(const std::vector<std::string>& args) {
+  const auto a = parse_arguments("convert", args, {}, 2);
+  const auto g = load_graph_file(a.positional[0]);
+  const auto other = g.format == graph_format::json ? graph_format::binary : graph_format::json;
+  const auto to = format_for_output(a.positional[1], other);
+  save_graph_file(a.positional[1], g.value, to);
+  std::cout << "wrote " << a.positional[1] << " (" << format_name(to) << ")\n";
+  return 0;
+}
+
+std::string describe_leaf(const graph_leaf& l) { return "'" + l.name + "' (" + graph_type_string(l.type) + ")"; }
+
+int run_command(const std::vector<std::string>& args) {
+  const auto a = parse_arguments("run", args, {"--feed", "--out"}, 1);
+  const auto loaded = load_graph_file(a.positional[0]);
+  const graph& g = loaded.value;
+  const auto out_dir = a.single("run", "--out");
+
+  runtime_feeds feeds;
+  params store;
+  for (const auto& spec : a.all("--feed")) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw usage_error("run: --feed wants NAME=PATH.npy, not '" + spec + "'");
+    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    const bool is_input = std::any_of(g.inputs.begin(), g.inputs.end(), [&](const graph_leaf& l) { return l.name == name; });
+    const bool is_parameter =
+        std::any_of(g.parameters.begin(), g.parameters.end(), [&](const graph_leaf& l) { return l.name == name; });
+    if (!is_input && !is_parameter) throw usage_error("run: the graph has no input or parameter named '" + name + "'");
+    if (feeds.contains(name) || store.contains(name)) throw usage_error("run: two --feed options for '" + name + "'");
+    graph_tensor value;
+    try {
+      value = load_npy(path);
+    } catch (const error& e) {
+      throw error("--feed " + name + ": " + path + ": " + e.what());
+    }
+    if (is_input) {
+      feeds.emplace(name, runtime_tensor(value));
+    } else {
+      params::entry e{value.type, {value.extents.begin(), value.extents.end()}, aligned_buffer<unsigned char>(value.bytes.size())};
+      if (!value.bytes.empty()) std::memcpy(e.bytes.data(), value.bytes.data(), value.bytes.size());
+      store.set_entry(name, std::move(e));
+    }
+  }
+  for (const auto& in : g.inputs)
+    if (!feeds.contains(in.name)) throw usage_error("run: no --feed for input " + describe_leaf(in));
+  for (const auto& p : g.parameters)
+    if (!p.value && !store.contains(p.name))
+      throw usage_error("run: parameter " + describe_leaf(p) + " has no value in the file: give it with --feed");
+
+  const auto outputs = interpreter(g).run(feeds, &store);
+  if (out_dir) std::filesystem::create_directories(*out_dir);
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    std::cout << "output " << k << ": " << outputs[k].type_string();
+    if (outputs[k].size() == 1)
+      visit_dtype(outputs[k].type(), [&](auto t) {
+        using T = decltype(t);
+        std::ostringstream os;
+        os.precision(9);
+        os << +*outputs[k].data<T>();
+        std::cout << " = " << os.str();
+      });
+    if (out_dir) {
+      const auto path = (std::filesystem::path(*out_dir) / ("output_" + std::to_string(k) + ".npy")).string();
+      save_npy(path, outputs[k].to_graph_tensor());
+      std::cout << " -> " << path;
+    }
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+int grad_command(const std::vector<std::string>& args) {
+  const auto a = parse_arguments("grad", args, {"--wrt", "-o"}, 1);
+  const auto wrt = a.all("--wrt");
+  if (wrt.empty()) throw usage_error("grad: name at least one input or parameter with --wrt");
+  const auto out = a.single("grad", "-o");
+  if (!out) throw usage_error("grad: name the output file with -o");
+  const auto loaded = load_graph_file(a.positional[0]);
+#if SYMFLOW_CLI_HAS_GRAD
+  const graph d = differentiate(loaded.value, wrt);
+  const auto to = format_for_output(*out, loaded.format);
+  save_graph_file(*out, d, to);
+  std::cout << "wrote " << *out << " (" << format_name(to) << "): " << d.outputs.size() << " outputs\n";
+  for (std::size_t k = 0; k < d.outputs.size(); ++k) {
+    std::cout << "  " << k << ": ";
+    if (k < loaded.value.outputs.size()) std::cout << "output " << k;
+    else std::cout << "gradient of output 0 with respect to '" << wrt[k - loaded.value.outputs.size()] << "'";
+    std::cout << " : " << graph_type_string(d.type_of(d.outputs[k])) << "\n";
+  }
+  return 0;
+#else
+  throw usage_error("grad: not available in this build");
+#endif
+}
+
+// One line, whatever the message holds.
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+int dispatch(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      std::cout << usage_text;
+      return 0;
+    }
+  if (args.empty()) throw usage_error("no command given (see symflow --help)");
+  const std::string command = args.front();
+  args.erase(args.begin());
+  if (command == "inspect") return inspect_command(args);
+  if (command == "dot") return dot_command(args);
+  if (command == "run") return run_command(args);
+  if (command == "grad") return grad_command(args);
+  if (command == "convert") return convert_command(args);
+  throw usage_error("unknown command '" + command + "' (commands: inspect, dot, run, grad, convert; see symflow --help)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::exception& e) {
+    // symflow::error for everything the library checks; std::exception for the rest (a full
+    // disk, an allocation that fails).
+    std::cerr << "symflow: " << one_line(e.what()) << std::endl;
+  } catch (...) {
+    std::cerr << "symflow: unknown error" << std::endl;
+  }
+  return 1;
+}

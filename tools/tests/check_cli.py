@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Tests of the symflow command-line tool, run by ctest (tools/CMakeLists.txt), one case per call.
+
+Feeds are written and outputs read with NumPy's own .npy code, and results are compared with
+NumPy computations of the same models: an implementation independent of symflow's.
+Exit status: 0 passed, 1 failed, 77 skipped (no NumPy).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+SKIP = 77
+
+
+def fail(message):
+    print("FAILED: " + message)
+    sys.exit(1)
+
+
+def need_numpy():
+    try:
+        import numpy
+    except ImportError:
+        print("skipped: this python3 has no numpy")
+        sys.exit(SKIP)
+    return numpy
+
+
+class Tool:
+    def __init__(self, path, work):
+        self.path = path
+        self.work = work
+
+    def run(self, *args, expect=0):
+        result = subprocess.run([self.path, *args], capture_output=True, text=True)
+        if result.returncode != expect:
+            fail("symflow %s: exit %d, expected %d\nstdout: %s\nstderr: %s"
+                 % (" ".join(args), result.returncode, expect, result.stdout, result.stderr))
+        return result
+
+    def refuses(self, args, reason):
+        """Exit 1 with exactly one line 'symflow: ...' on stderr that contains `reason`."""
+        result = self.run(*args, expect=1)
+        lines = result.stderr.splitlines()
+        if len(lines) != 1 or not lines[0].startswith("symflow: ") or reason not in lines[0]:
+            fail("symflow %s: expected one line 'symflow: ...%s...' on stderr, got %r"
+                 % (" ".join(args), reason, result.stderr))
+        if result.stdout:
+            fail("symflow %s wrote to stdout while failing: %r" % (" ".join(args), result.stdout))
+
+    def file(self, name):
+        return os.path.join(self.work, name)
+
+
+def case_help(tool, data):
+    out = tool.run("--help").stdout
+    for word in ("usage: symflow", "inspect FILE", "dot FILE", "run FILE --feed NAME=PATH.npy", "grad FILE --wrt NAME",
+                 "convert IN OUT"):
+        if word not in out:
+            fail("--help lacks %r" % word)
+    if tool.run("run", "--help").stdout != out:
+        fail("'run --help' differs from --help")
+    tool.refuses([], "no command given")
+
+
+def case_inspect(tool, data):
+    for name in ("dense_v1.json", "dense_v1.sfg"):
+        out = tool.run("inspect", os.path.join(data, name)).stdout
+        form = "JSON" if name.endswith(".json") else "binary"
+        for line in ("(%s, " % form,
+                     "graph: 1 input, 2 parameters, 1 constant, 9 nodes, 2 outputs",
+                     "parameter elements: 8",
+                     "  x: f32[?,3]",
+                     "  dense/W: f32[3,2] (value [3,2] embedded)",
+                     "  dense/b: f32[2]\n",
+                     "  matmul: 1",
+                     "  dense: 5 nodes",
+                     "  1: node 12 'transpose' (transpose) : f32[2,?]"):
+            if line not in out:
+                fail("inspect %s lacks %r:\n%s" % (name, line, out))
+
+
+def case_dot(tool, data):
+    out = tool.run("dot", os.path.join(data, "dense_v1.sfg")).stdout
+    if not out.startswith("digraph symflow {") or "subgraph cluster_" not in out or 'label="dense"' not in out:
+        fail("dot output lacks the graph or the 'dense' cluster:\n" + out)
+    if '[label="f32[?,3]"]' not in out or '[label="f32[2,?]"]' not in out:
+        fail("dot output lacks the edges' shapes:\n" + out)
+    dot = shutil.which("dot")
+    if dot:  # Graphviz reads it
+        result = subprocess.run([dot, "-Tsvg"], input=out, capture_output=True, text=True)
+        if result.returncode != 0:
+            fail("Graphviz refused the output: " + result.stderr)
+
+
+def case_convert(tool, data):
+    os.makedirs(tool.work, exist_ok=True)
+    src_json, src_sfg = os.path.join(data, "dense_v1.json"), os.path.join(data, "dense_v1.sfg")
+    # Each form converts to the other byte for byte (both writers are deterministic).
+    tool.run("convert", src_json, tool.file("converted.sfg"))
+    tool.run("convert", src_sfg, tool.file("converted.json"))
+    tool.run("convert", src_json, tool.file("converted_noext"))  # the other form: binary
+    tool.run("convert", tool.file("converted_noext"), tool.file("back.json"))
+    with open(src_sfg, "rb") as f:
+        sfg = f.read()
+    with open(src_json, "rb") as f:
+        text = f.read()
+    for path, want in (("converted.sfg", sfg), ("converted.json", text), ("converted_noext", sfg), ("back.json", text)):
+        with open(tool.file(path), "rb") as f:
+            if f.read() != want:
+                fail("convert: %s differs from the fixture" % path)
+
+
+def write_npy(np, path, array):
+    np.save(path, array, allow_pickle=False)
+    return path
+
+
+def dense_v1_reference(np, x, b, data):
+    """The fixture's two outputs in NumPy: sum(relu((x W + b) * cast(c)) * 0.5, axis 1) and relu(...)^T."""
+    with open(os.path.join(data, "dense_v1.json")) as f:
+        g = json.load(f)
+    W = np.array(g["parameters"][0]["value"]["values"], dtype=np.float64).reshape(3, 2)
+    c = np.array(g["constants"][0]["data"]["values"], dtype=np.float64)
+    h = np.maximum((x.astype(np.float64) @ W + b) * c, 0.0)
+    return (h * 0.5).sum(axis=1), h.T
+
+
+def case_run(tool, data):
+    np = need_numpy()
+    os.makedirs(tool.work, exist_ok=True)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 3)).astype(np.float32)
+    b = rng.standard_normal(2).astype(np.float32)
+    xp, bp = write_npy(np, tool.file("x.npy"), x), write_npy(np, tool.file("b.npy"), b)
+    out_dir = tool.file("run_out")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    for graph in ("dense_v1.json", "dense_v1.sfg"):
+        out = tool.run("run", os.path.join(data, graph), "--feed", "x=" + xp, "--feed=b=" + bp, "--out", out_dir).stdout
+        if "output 0: f32[5]" not in out or "output 1: f32[2,5]" not in out:
+            fail("run %s printed:\n%s" % (graph, out))
+        want = dense_v1_reference(np, x, b, data)
+        for k in range(2):
+            got = np.load(os.path.join(out_dir, "output_%d.npy" % k))
+            if got.dtype != np.float32 or got.shape != want[k].shape:
+                fail("output_%d.npy is %s%s, expected float32%s" % (k, got.dtype, got.shape, want[k].shape))
+            if not np.allclose(got, want[k], rtol=1e-5, atol=1e-6):
+                fail("output_%d.npy differs from NumPy:\n%s\n%s" % (k, got, want[k]))
+    # Without --out: types and scalar values only, nothing written.
+    out = tool.run("run", os.path.join(data, "dense_v1.sfg"), "--feed", "x=" + xp, "--feed", "b=" + bp).stdout
+    if "->" in out or "output 1: f32[2,5]" not in out:
+        fail("run without --out printed:\n" + out)
+
+
+def case_bad_input(tool, data):
+    np = need_numpy()
+    os.makedirs(tool.work, exist_ok=True)
+    dense_json, dense_sfg = os.path.join(data, "dense_v1.json"), os.path.join(data, "dense_v1.sfg")
+    with open(dense_sfg, "rb") as f:
+        sfg = f.read()
+    with open(dense_json) as f:
+        text = f.read()
+
+    def put(name, content):
+        with open(tool.file(name), "wb" if isinstance(content, bytes) else "w") as f:
+            f.write(content)
+        return tool.file(name)
+
+    truncated = put("truncated.sfg", sfg[:40])
+    corrupted = put("corrupted.sfg", sfg[:-1] + bytes([sfg[-1] ^ 1]))
+    garbage = put("garbage.txt", "hello")
+    bad_json = put("bad.json", '{"format": "symflow.graph", "version": ')
+    unknown_op = put("unknown_op.json", text.replace('"op":"relu"', '"op":"frobnicate"'))
+    x = write_npy(np, tool.file("x.npy"), np.ones((5, 3), np.float32))
+    b = write_npy(np, tool.file("b.npy"), np.ones(2, np.float32))
+    x64 = write_npy(np, tool.file("x64.npy"), np.ones((5, 3), np.float64))
+    x54 = write_npy(np, tool.file("x54.npy"), np.ones((5, 4), np.float32))
+    not_npy = put("not.npy", b"\x93NUMPZ garbage")
+    fortran = write_npy(np, tool.file("fortran.npy"), np.asfortranarray(np.ones((5, 3), np.float32)))
+    missing = tool.file("does_not_exist.sfg")
+
+    cases = [
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        (["inspect"], "inspect: expected one file, got 0"),
+        (["inspect", dense_json, dense_sfg], "inspect: expected one file, got 2"),
+        (["inspect", "--verbose", dense_json], "inspect: unknown option '--verbose'"),
+        (["inspect", missing], "cannot open '%s'" % missing),
+        (["inspect", tool.work], "is a directory"),
+        (["inspect", garbage], "not a symflow graph file"),
+        (["inspect", truncated], truncated + ": "),
+        (["inspect", corrupted], "checksum"),
+        (["dot", bad_json], bad_json + ": "),
+        (["dot", unknown_op], "unknown op 'frobnicate'"),
+        (["run", dense_sfg, "--feed", "b=" + b], "run: no --feed for input 'x' (f32[?,3])"),
+        (["run", dense_sfg, "--feed", "x=" + x], "run: parameter 'b' (f32[2]) has no value in the file"),
+        (["run", dense_sfg, "--feed", "x=" + x, "--feed", "b=" + b, "--feed", "z=" + x],
+         "no input or parameter named 'z'"),
+        (["run", dense_sfg, "--feed", "x=" + x, "--feed", "x=" + x, "--feed", "b=" + b], "two --feed options for 'x'"),
+        (["run", dense_sfg, "--feed", x], "--feed wants NAME=PATH.npy"),
+        (["run", dense_sfg, "--feed"], "option --feed needs a value"),
+        (["run", dense_sfg, "--feed", "x=" + not_npy, "--feed", "b=" + b], "--feed x: " + not_npy + ": "),
+        (["run", dense_sfg, "--feed", "x=" + fortran, "--feed", "b=" + b], "Fortran"),
+        (["run", dense_sfg, "--feed", "x=" + missing, "--feed", "b=" + b], "cannot open"),
+        (["run", dense_sfg, "--feed", "x=" + x64, "--feed", "b=" + b],
+         "input 'x' is f64[5,3], the graph expects f32[?,3]"),
+        (["run", dense_sfg, "--feed", "x=" + x54, "--feed", "b=" + b],
+         "input 'x' is f32[5,4], the graph expects f32[?,3]"),
+        (["run", dense_sfg, "--feed", "x=" + x, "--feed", "b=" + x], "parameter 'b' is f32[5,3], the graph expects f32[2]"),
+        (["run", dense_sfg, "--feed", "x=" + x, "--feed", "b=" + b, "--out", dense_sfg], "dense_v1.sfg"),
+        (["convert", dense_json], "convert: expected 2 files, got 1"),
+        (["convert", dense_json, "/nonexistent-dir/out.sfg"], "cannot open '/nonexistent-dir/out.sfg' for writing"),
+        (["grad", dense_sfg, "-o", tool.file("g.sfg")], "grad: name at least one input or parameter with --wrt"),
+        (["grad", dense_sfg, "--wrt", "x"], "grad: name the output file with -o"),
+        (["grad", dense_sfg, "--wrt", "x", "-o", tool.file("g.sfg")], "the first output must be a floating scalar"),
+    ]
+    for args, reason in cases:
+        tool.refuses(args, reason)
+
+
+def model_reference(np, g, x, labels):
+    """Loss, logits and the gradients of the loss w.r.t. W1 and W2 of the example model, in float64."""
+    p = {q["name"]: np.array(q["value"]["values"], dtype=np.float64).reshape(q["value"]["shape"])
+         for q in g["parameters"]}
+    x = x.astype(np.float64)
+    pre = x @ p["W1"] + p["b1"]
+    h = np.maximum(pre, 0.0)
+    logits = h @ p["W2"] + p["b2"]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_softmax = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    onehot = np.eye(logits.shape[1])[labels]
+    loss = -(onehot * log_softmax).sum(axis=1).mean()
+    d_logits = (np.exp(log_softmax) - onehot) / x.shape[0]
+    dW2 = h.T @ d_logits
+    dW1 = x.T @ ((d_logits @ p["W2"].T) * (pre > 0))
+    return loss, logits, dW1, dW2
+
+
+def case_model(tool, data, model):
+    np = need_numpy()
+    os.makedirs(tool.work, exist_ok=True)
+    model_json = tool.file("model.json")
+    tool.run("convert", model, model_json)
+    with open(model_json) as f:
+        g = json.load(f)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((12, 16)).astype(np.float32)
+    labels = rng.integers(0, 4, 12).astype(np.int32)
+    feeds = ["--feed", "x=" + write_npy(np, tool.file("mx.npy"), x),
+             "--feed", "labels=" + write_npy(np, tool.file("mlabels.npy"), labels)]
+    loss, logits, dW1, dW2 = model_reference(np, g, x, labels)
+
+    def close(name, got, want, rtol):
+        if got.shape != want.shape or not np.allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max()):
+            fail("%s differs from NumPy: max |diff| %g, max |want| %g"
+                 % (name, np.abs(got.astype(np.float64) - want).max(), np.abs(want).max()))
+
+    out_dir = tool.file("model_out")
+    tool.run("run", model, *feeds, "--out", out_dir)
+    close("loss", np.load(os.path.join(out_dir, "output_0.npy")), np.array(loss), 1e-5)
+    close("logits", np.load(os.path.join(out_dir, "output_1.npy")), logits, 1e-5)
+
+    grad_file = tool.file("model_grad.sfg")
+    out = tool.run("grad", model, "--wrt", "W1", "--wrt", "W2", "-o", grad_file).stdout
+    if "gradient of output 0 with respect to 'W2' : f32[32,4]" not in out:
+        fail("grad printed:\n" + out)
+    grad_dir = tool.file("model_grad_out")
+    tool.run("run", grad_file, *feeds, "--out", grad_dir)
+    close("loss (gradient graph)", np.load(os.path.join(grad_dir, "output_0.npy")), np.array(loss), 1e-5)
+    close("dW1", np.load(os.path.join(grad_dir, "output_2.npy")), dW1, 1e-4)
+    close("dW2", np.load(os.path.join(grad_dir, "output_3.npy")), dW2, 1e-4)
+    tool.refuses(["grad", model, "--wrt", "nope", "-o", tool.file("g.sfg")], "no input or parameter named 'nope'")
+    tool.refuses(["grad", model, "--wrt", "labels", "-o", tool.file("g.sfg")], "'labels' is i32, not a floating dtype")
+    # The differentiated graph is an ordinary graph file: JSON too, and inspectable.
+    tool.run("grad", model_json, "--wrt", "W1", "-o", tool.file("model_grad.json"))
+    if "\n  grad" not in tool.run("inspect", tool.file("model_grad.json")).stdout:
+        fail("the gradient graph has no nodes in the grad scope")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--symflow", required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--model")
+    parser.add_argument("case")
+    a = parser.parse_args()
+    work = os.path.join(a.work, a.case)  # one folder per case: ctest may run them in parallel
+    tool = Tool(a.symflow, work)
+    if a.case == "model":
+        case_model(tool, a.data, a.model)
+    else:
+        globals()["case_" + a.case](tool, a.data)
+    print("passed: " + a.case)
+
+
+if __name__ == "__main__":
+    main()

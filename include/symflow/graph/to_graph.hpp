@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "../core/params.hpp"
+#include "../expr/leaves.hpp"
 #include "../expr/node.hpp"
 #include "../expr/same_value.hpp"
 #include "../expr/structural.hpp"

@@ -174,6 +174,9 @@ class interpreter {
   struct run_state {
     const interpreter& self;
     const graph& g;
+    const runtime_feeds& feeds;
+    const params* store;
+    const bool checking;
     const std::size_t first_node;
     std::vector<slot> values;
     std::vector<std::optional<elementwise_kernel>> kernels;
@@ -204,10 +207,6 @@ class interpreter {
         profile.entries.push_back(
             {what, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
     }
-
-    const runtime_feeds& feeds;
-    const params* store;
-    const bool checking;
 
     run_state(const interpreter& i, const runtime_feeds& f, const params* p)
         : self(i), g(i.graph_), feeds(f), store(p),

@@ -6,6 +6,7 @@
 // reductions, views and kernels (Eigen GEMM for matmul) run between the groups. Only what the outputs
 // need is computed, and intermediates are freed after their last use.
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -17,63 +18,14 @@
 #include "../../eval/cpu/parallel.hpp"
 #include "../graph.hpp"
 #include "../validate.hpp"
-#include "op_table.hpp"
-#include "value.hpp"
 #include "../../debug/nonfinite_report.hpp"
-#include "../../debug/trace.hpp"
 #include "../../debug/placement_log.hpp"
-#include <chrono>
+#include "../../debug/trace.hpp"
+#include "op_table.hpp"
+#include "run_options.hpp"
+#include "value.hpp"
 
 namespace symflow {
-
-
-struct interpreter_options {
-  bool fuse = true;                 // false: every elementwise node is its own pass (for comparison)
-  std::size_t tile_elements = 512;  // per op and tile: a few KiB, so a group's tiles stay in L1
-  // NaN / infinity checks on every computed value (fused into the passes); unset: the process-wide
-  // check_numerics switch (debug/numerics.hpp).
-  std::optional<bool> check_numerics;
-  // Intermediate values to record (debug/trace.hpp); traced nodes are stored by their fused pass.
-  const trace_spec* trace = nullptr;
-  // Time every unit of work (fused pass, reduction, view, kernel) into last_profile().
-  bool profile = false;
-};
-
-// Where a run spent its time, one entry per unit of work, in evaluation order.
-struct interpreter_profile {
-  struct entry {
-    std::string description;  // "fused pass [mul 'a/mul', sin 'sin', ...] f32[16777216]" or "matmul 'dense/matmul' f32[64,10]"
-    double seconds = 0;
-  };
-  std::vector<entry> entries;
-
-  double total_seconds() const {
-    double t = 0;
-    for (const auto& e : entries) t += e.seconds;
-    return t;
-  }
-  // The `count` slowest units with their share of the run.
-  std::string slowest(std::size_t count = 10) const {
-    std::vector<entry> sorted = entries;
-    std::sort(sorted.begin(), sorted.end(), [](const entry& a, const entry& b) { return a.seconds > b.seconds; });
-    const double total = total_seconds();
-    std::string out;
-    for (std::size_t i = 0; i < sorted.size() && i < count; ++i) {
-      char line[64];
-      std::snprintf(line, sizeof line, "%10.3f ms %5.1f%%  ", sorted[i].seconds * 1e3,
-                    total > 0 ? 100.0 * sorted[i].seconds / total : 0.0);
-      out += line + sorted[i].description + "\n";
-    }
-    return out;
-  }
-};
-
-// What one run did, for tests and the profile.
-struct interpreter_stats {
-  std::size_t fused_groups = 0;         // elementwise passes over memory
-  std::size_t fused_nodes = 0;          // elementwise nodes they computed
-  std::size_t materialised_values = 0;  // values written to memory (group outputs, views, kernels, reductions)
-};
 
 namespace runtime_detail {
 

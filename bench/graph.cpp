@@ -96,7 +96,10 @@ void compiled_eval(benchmark::State& state) {
 
 // Argument: the tile size in elements; 0 runs unfused.
 interpreter interpreter_for(const graph& g, std::int64_t tile) {
-  return interpreter(g, {.fuse = tile > 0, .tile_elements = tile > 0 ? std::size_t(tile) : 512});
+  interpreter_options options;  // field by field: designated initialisers warn about every member left out
+  options.fuse = tile > 0;
+  if (tile > 0) options.tile_elements = std::size_t(tile);
+  return interpreter(g, options);
 }
 
 template <const auto& Expr>

@@ -143,6 +143,19 @@ interpreter_sources sources_for(const graph& g, const B&... bindings) {
   return s;
 }
 
+// Options built field by field: a designated initialiser warns (-Wextra) about every member it
+// leaves out, and interpreter_options grows.
+inline interpreter_options unfused_options() {
+  interpreter_options o;
+  o.fuse = false;
+  return o;
+}
+inline interpreter_options tiled_options(std::size_t tile) {
+  interpreter_options o;
+  o.tile_elements = tile;
+  return o;
+}
+
 // The expressions evaluated compiled and through their graph (all outputs of one graph), fused and
 // unfused.
 template <class... E>
@@ -165,7 +178,7 @@ both_ways<E...> evaluate_both_ways(const std::tuple<E...>& exprs, const B&... bi
   interpreter fused(r.lowered);
   r.fused = fused.run(sources.feeds, &sources.store);
   r.stats = fused.last_stats();
-  r.unfused = interpreter(r.lowered, {.fuse = false}).run(sources.feeds, &sources.store);
+  r.unfused = interpreter(r.lowered, unfused_options()).run(sources.feeds, &sources.store);
   return r;
 }
 
@@ -488,7 +501,7 @@ TEST(GraphInterpreter, TheExampleModelSavedAndLoadedRunsAndDifferentiatesLikeIts
   EXPECT_EQ(compare(want[1], fused[1]).max_ulps, 0u) << compare(want[1], fused[1]).what;
   // Unfused, exp(logits - max) runs over the stored difference instead of rows of 4 (scalar tails):
   // a few ulps there, then carried through the softmax and the gradients' matmuls.
-  const auto unfused = interpreter(in_memory, {.fuse = false}).run(feeds, &store);
+  const auto unfused = interpreter(in_memory, unfused_options()).run(feeds, &store);
   for (std::size_t o = 0; o < fused.size(); ++o) EXPECT_TRUE(close_relative_to_scale(fused[o], unfused[o], 1e-6)) << o;
 
   // What graph_save writes and graph_load reads: loss and logits, parameters embedded, binary.
@@ -535,14 +548,14 @@ TEST(GraphInterpreter, W1AndW2FuseIntoOneGroupEachAndMatchCompiledBitwise) {
   EXPECT_EQ(w2.stats.fused_nodes, 9u);
   EXPECT_EQ(w2.stats.materialised_values, 1u);
   // Unfused, every op is a pass of its own.
-  interpreter unfused(w2.lowered, {.fuse = false});
+  interpreter unfused(w2.lowered, unfused_options());
   unfused.run(sources_for(w2.lowered, a = in.a, b = in.b, c = in.c, e = in.e).feeds);
   EXPECT_EQ(unfused.last_stats().fused_groups, 9u);
   EXPECT_EQ(unfused.last_stats().materialised_values, 9u);
-  // Tile sizes that are multiples of the SIMD width give the same bits (others move the scalar
-  // tails of the tiles, docs/graph.md).
-  for (std::size_t tile : {16, 64, 256, 2048}) {
-    interpreter tiled(w2.lowered, {.tile_elements = tile});
+  // Every tile size gives the same bits: tiles are rounded up to the SIMD packet grid, so the same
+  // elements fall into packets and into scalar tails.
+  for (std::size_t tile : {1, 16, 100, 256, 2048}) {
+    interpreter tiled(w2.lowered, tiled_options(tile));
     const auto out = tiled.run(sources_for(w2.lowered, a = in.a, b = in.b, c = in.c, e = in.e).feeds);
     EXPECT_EQ(compare(w2.fused[0], out[0]).max_ulps, 0u) << "tile " << tile;
   }

@@ -181,13 +181,13 @@ inline graph_handle fit_adjoint(graph_builder& b, graph_handle c, const graph_ha
   if (c.rank() > t.size()) {
     std::vector<std::int64_t> lead(c.rank() - t.size());
     for (std::size_t i = 0; i < lead.size(); ++i) lead[i] = std::int64_t(i);
-    c = b.apply("sum", {c}, {{"axes", lead}, {"keepdims", false}});
+    c = b.apply(ops::sum_op::name, {c}, {{"axes", lead}, {"keepdims", false}});
   }
   std::vector<std::int64_t> ones;
   for (std::size_t i = 0; i < c.rank(); ++i)
     if (t[t.size() - c.rank() + i] == 1 && c.shape()[i] != 1) ones.push_back(std::int64_t(i));
-  if (!ones.empty()) c = b.apply("sum", {c}, {{"axes", ones}, {"keepdims", true}});
-  if (c.shape() != t) c = b.apply("expand_as", {c, target});
+  if (!ones.empty()) c = b.apply(ops::sum_op::name, {c}, {{"axes", ones}, {"keepdims", true}});
+  if (c.shape() != t) c = b.apply(ops::expand_as_op::name, {c, target});
   return c;
 }
 
@@ -250,17 +250,17 @@ inline graph differentiate(const graph& g, const std::vector<std::string>& wrt) 
       if (!fragment) continue;  // no floating result: nothing flows back
       graph_handle g_in = gy, y_in = y;
       std::optional<graph_handle> count;
-      if (n.op != "literal" && find_runtime_op(n.op)->kind == node_kind::reduction && !attrs.boolean("keepdims")) {
+      if (rule->kind == node_kind::reduction && !attrs.boolean("keepdims")) {
         const std::vector<graph_attribute> axes{{"axes", attrs.integers("axes")}};
-        g_in = b.apply("expand_dims", {gy}, axes);
-        y_in = b.apply("expand_dims", {y}, axes);
+        g_in = b.apply(ops::expand_dims_op<1u>::name, {gy}, axes);
+        y_in = b.apply(ops::expand_dims_op<1u>::name, {y}, axes);
       }
       contributions = splice(b, *fragment, [&](const std::string& name) -> graph_handle {
         if (name == "g") return g_in;
         if (name == "y") return y_in;
         if (name == "count") {
           if (!count)
-            count = b.apply("reduced_count", {x[0]},
+            count = b.apply(ops::reduced_count_op<1u, float>::name, {x[0]},
                             {{"axes", attrs.integers("axes")}, {"to", std::string(dtype_name(types[0]))}});
           return *count;
         }
@@ -272,7 +272,7 @@ inline graph differentiate(const graph& g, const std::vector<std::string>& wrt) 
       const std::uint32_t in = n.inputs[k];
       if (!contributions[k] || !needed[in]) continue;
       const graph_handle c = fit_adjoint(b, *contributions[k], x[k]);
-      adjoint[in] = adjoint[in] ? b.apply("add", {*adjoint[in], c}) : c;
+      adjoint[in] = adjoint[in] ? b.apply(ops::add_op::name, {*adjoint[in], c}) : c;
     }
   }
 
@@ -280,7 +280,7 @@ inline graph differentiate(const graph& g, const std::vector<std::string>& wrt) 
   for (auto o : g.outputs) outputs.push_back(b.handle(o));
   for (auto t : targets) {
     if (adjoint[t]) outputs.push_back(*adjoint[t]);
-    else outputs.push_back(b.apply("expand_as", {b.literal(0.0, b.type_of(t).type, true), b.handle(t)}));
+    else outputs.push_back(b.apply(ops::expand_as_op::name, {b.literal(0.0, b.type_of(t).type, true), b.handle(t)}));
   }
   return b.build(outputs);
 }

@@ -120,7 +120,6 @@ class interpreter {
   struct group {
     std::vector<std::uint32_t> members;  // value ids, ascending
     runtime_extents extents;
-    bool done = false;
   };
 
   struct run_state {

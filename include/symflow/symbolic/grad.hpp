@@ -2,6 +2,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "../expr/rewrite.hpp"
 #include "../expr/scope.hpp"
 #include "../ops/all.hpp"
 #include "simplify.hpp"
@@ -88,8 +89,6 @@ constexpr unsigned reduced_bits() {
   return bits;
 }
 
-// Reverse accumulation: the adjoint g of node e flows to its operands by the op's own rule, is
-// summed back over broadcast axes, and is accumulated where the leaf is reached.
 template <class X>
 auto maybe_simplify(const X& x, std::true_type) {
   return simplify(x);
@@ -99,22 +98,32 @@ auto maybe_simplify(const X& x, std::false_type) {
   return x;
 }
 
-template <class Leaf, bool Simplify = true, class E, class G>
-auto backprop(const E& e, const G& g) {
+template <class... T>
+struct type_list {};
+template <class X, class List>
+inline constexpr bool in_list = false;
+template <class X, class... T>
+inline constexpr bool in_list<X, type_list<T...>> = (std::is_same_v<X, T> || ...);
+
+// The adjoint g of node e flowing down to every occurrence of Target: by the op's own rule to the
+// operands, summed back over broadcast axes, accumulated where Target is reached. Nodes listed in
+// Stops are not entered: their adjoints are gathered from all their uses first (see
+// gradient_wrt), so a subexpression used k times is differentiated through once, not k times.
+template <class Target, class Stops, bool Simplify, class E, class G>
+auto backprop(const E& e, const G& g);
+
+template <class Target, class Stops, bool Simplify, class E, class G>
+auto backprop_operands(const E& e, const G& g) {
   constexpr std::bool_constant<Simplify> simplifying{};
-  if constexpr (is_no_gradient_v<G> || !depends_on<Leaf, E>()) {
-    return no_gradient{};
-  } else if constexpr (std::is_same_v<E, Leaf>) {
-    return g;
-  } else if constexpr (E::kind == node_kind::reduction) {
+  if constexpr (E::kind == node_kind::reduction) {
     constexpr unsigned removed = removed_axes<E>();
     const auto& x = std::get<0>(e.args);
     const auto adjoints = E::op_type::gradient(expanded<removed>(g), expanded<removed>(e), x,
                                                reduced_count<reduced_bits<E>(), value_type_of<E>>(x));
-    return backprop<Leaf, Simplify>(x, sum_to<shape_of<decltype(x)>>(maybe_simplify(std::get<0>(adjoints), simplifying)));
+    return backprop<Target, Stops, Simplify>(x, sum_to<shape_of<decltype(x)>>(maybe_simplify(std::get<0>(adjoints), simplifying)));
   } else if constexpr (E::kind == node_kind::view) {
     const auto& x = std::get<0>(e.args);
-    return backprop<Leaf, Simplify>(x, maybe_simplify(std::get<0>(e.op.gradient(full_shape(g, e), x)), simplifying));
+    return backprop<Target, Stops, Simplify>(x, maybe_simplify(std::get<0>(e.op.gradient(full_shape(g, e), x)), simplifying));
   } else {
     static_assert(E::kind == node_kind::elementwise || E::kind == node_kind::kernel);
     // Views and kernels need the adjoint in their own full shape; elementwise rules broadcast.
@@ -129,17 +138,134 @@ auto backprop(const E& e, const G& g) {
       return accumulate_all<Simplify>(total, [&] {
         const auto& arg = std::get<I>(e.args);
         using A = std::remove_cvref_t<decltype(arg)>;
-        if constexpr (depends_on<Leaf, A>()) {
+        if constexpr (depends_on<Target, A>()) {
           if constexpr (E::kind == node_kind::elementwise)
-            return backprop<Leaf, Simplify>(arg, sum_to<shape_of<A>>(maybe_simplify(std::get<I>(adjoints), simplifying)));
+            return backprop<Target, Stops, Simplify>(arg, sum_to<shape_of<A>>(maybe_simplify(std::get<I>(adjoints), simplifying)));
           else
-            return backprop<Leaf, Simplify>(arg, maybe_simplify(std::get<I>(adjoints), simplifying));
+            return backprop<Target, Stops, Simplify>(arg, maybe_simplify(std::get<I>(adjoints), simplifying));
         } else {
           return no_gradient{};
         }
       }()...);
     }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(e.args)>>>{});
   }
+}
+
+template <class Target, class Stops, bool Simplify, class E, class G>
+auto backprop(const E& e, const G& g) {
+  if constexpr (is_no_gradient_v<G> || !depends_on<Target, E>()) return no_gradient{};
+  else if constexpr (std::is_same_v<E, Target>) return g;
+  else if constexpr (in_list<E, Stops>) return no_gradient{};
+  else return backprop_operands<Target, Stops, Simplify>(e, g);
+}
+
+// --- Subexpressions used more than once ---
+//
+// A type-determined node type (no literal values, constants or op attributes: is_type_determined)
+// that occurs several times in the loss is one value used several times. Its adjoint is the sum of
+// what reaches each use; it is gathered first and then sent down once. Ancestors come before
+// descendants (the reverse of a post-order), so every use's contribution is in a node's adjoint
+// before that adjoint moves on. Nodes whose occurrences may differ in value (a literal 2.0 here,
+// 3.0 there; dropout seeds) are differentiated path by path, as a tree.
+
+template <class List, class X>
+struct append_unique;
+template <class... T, class X>
+struct append_unique<type_list<T...>, X> {
+  using type = std::conditional_t<in_list<X, type_list<T...>>, type_list<T...>, type_list<T..., X>>;
+};
+
+// Node types of E in post-order, each once.
+template <class List, class E>
+struct post_order;
+template <class List, class E, class Operands>
+struct post_order_operands;
+template <class List, class E>
+struct post_order_operands<List, E, std::tuple<>> {
+  using type = List;
+};
+template <class List, class E, class A, class... Rest>
+struct post_order_operands<List, E, std::tuple<A, Rest...>> {
+  using type = typename post_order_operands<typename post_order<List, A>::type, E, std::tuple<Rest...>>::type;
+};
+template <class List, class E, bool = has_operands<E>>
+struct operands_post_order {
+  using type = List;
+};
+template <class List, class E>
+struct operands_post_order<List, E, true> {
+  using type = typename post_order_operands<List, E, operands_of<E>>::type;
+};
+template <class List, class E>
+struct post_order {
+  using type = typename append_unique<typename operands_post_order<List, E>::type, E>::type;
+};
+
+// The shared nodes of Loss on the way to Leaf, ancestors first.
+template <class Leaf, class Loss, class PostOrder, class Out = type_list<>>
+struct shared_nodes;
+template <class Leaf, class Loss, class... Out>
+struct shared_nodes<Leaf, Loss, type_list<>, type_list<Out...>> {
+  using type = type_list<Out...>;
+};
+template <class Leaf, class Loss, class X, class... Rest, class... Out>
+struct shared_nodes<Leaf, Loss, type_list<X, Rest...>, type_list<Out...>> {
+  static constexpr bool shared = has_operands<X> && !std::is_same_v<X, Leaf> && is_type_determined<X>() &&
+                                 depends_on<Leaf, X>() && occurrences<X, Loss>() > 1;
+  using type = typename shared_nodes<Leaf, Loss, type_list<Rest...>,
+                                     std::conditional_t<shared, type_list<X, Out...>, type_list<Out...>>>::type;
+};
+
+// The first occurrence of node type X in e (a shared node is type-determined: every occurrence has
+// the same value).
+template <class X, class E>
+const X* find_node(const E& e) {
+  if constexpr (std::is_same_v<E, X>) {
+    return &e;
+  } else if constexpr (has_operands<E>) {
+    const X* found = nullptr;
+    std::apply([&](const auto&... a) { ((found = found ? found : find_node<X>(a)), ...); }, e.args);
+    return found;
+  } else {
+    return nullptr;
+  }
+}
+
+// What reaches Target: from the loss's root, and from each shared node already gathered (its
+// adjoint sent down through its operands).
+template <class Target, class Stops, bool Simplify, class Loss, class... Done, class... Adjoints>
+auto gathered_adjoint(const Loss& loss, type_list<Done...>, const std::tuple<Adjoints...>& adjoints) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return accumulate_all<Simplify>(
+        backprop<Target, Stops, Simplify>(loss, one<value_type_of<Loss>>{}),
+        [&] {
+          using D = std::tuple_element_t<I, std::tuple<Done...>>;
+          if constexpr (depends_on<Target, D>())
+            return backprop_operands<Target, Stops, Simplify>(*find_node<D>(loss), std::get<I>(adjoints));
+          else
+            return no_gradient{};
+        }()...);
+  }(std::index_sequence_for<Done...>{});
+}
+
+template <class Stops, bool Simplify, class Loss, class... Done, class... Adjoints>
+auto shared_adjoints(const Loss&, type_list<>, type_list<Done...>, const std::tuple<Adjoints...>& adjoints) {
+  return adjoints;
+}
+template <class Stops, bool Simplify, class Loss, class S, class... Rest, class... Done, class... Adjoints>
+auto shared_adjoints(const Loss& loss, type_list<S, Rest...>, type_list<Done...> done,
+                     const std::tuple<Adjoints...>& adjoints) {
+  auto adjoint = maybe_simplify(gathered_adjoint<S, Stops, Simplify>(loss, done, adjoints), std::bool_constant<Simplify>{});
+  return shared_adjoints<Stops, Simplify>(loss, type_list<Rest...>{}, type_list<Done..., S>{},
+                                          std::tuple_cat(adjoints, std::tuple{adjoint}));
+}
+
+// The adjoint of the loss with respect to Leaf (no_gradient when the loss does not depend on it).
+template <class Leaf, bool Simplify, class Loss>
+auto leaf_adjoint(const Loss& loss) {
+  using shared = typename shared_nodes<Leaf, Loss, typename post_order<type_list<>, Loss>::type>::type;
+  const auto adjoints = shared_adjoints<shared, Simplify>(loss, shared{}, type_list<>{}, std::tuple<>{});
+  return gathered_adjoint<Leaf, shared, Simplify>(loss, shared{}, adjoints);
 }
 
 // Conditions of grad's static_asserts; their template arguments (the leaf, the expression) are
@@ -161,7 +287,7 @@ auto gradient_wrt(const E& loss, const Leaf& leaf) {
                 "symflow: grad differentiates with respect to floating-point placeholders and variables "
                 "only (leaf below)");
   using T = typename Leaf::value_type;
-  auto g = maybe_simplify(backprop<Leaf, Simplify>(loss, one<value_type_of<E>>{}), std::bool_constant<Simplify>{});
+  auto g = maybe_simplify(leaf_adjoint<Leaf, Simplify>(loss), std::bool_constant<Simplify>{});
   if constexpr (is_no_gradient_v<decltype(g)>) {
     return expand_as(zero<T>{}, leaf);
   } else if constexpr (!std::is_same_v<shape_of<decltype(g)>, shape_of<Leaf>>) {

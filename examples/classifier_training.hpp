@@ -112,27 +112,60 @@ inline any_optimizer make_optimizer(const training_flags& f, std::uint64_t total
   return adam({.learning_rate = rate});
 }
 
-// A classifier on images [n, 784] with labels in 0..9.
-template <class X, class Y, class Logits, class... Variables>
+// The training logits of a model without dropout: the inference logits themselves.
+template <class Logits>
+struct same_logits {
+  Logits logits;
+  const Logits& operator()(std::uint64_t /*step_seed*/) const { return logits; }
+};
+
+// A classifier on images [n, 784] with labels in 0..9. `logits` is the inference model;
+// `training_logits(step_seed)` the model as trained at one step (a model with dropout draws its masks
+// from the seed, which the loop derives from the run's seed and the optimiser's step count, so a resumed
+// run draws the masks an uninterrupted one would).
+template <class X, class Y, class Logits, class TrainingLogits, class... Variables>
 struct classifier {
   std::string name;  // recorded in checkpoints, checked when resuming
   X images;
   Y labels;
   Logits logits;
+  TrainingLogits training_logits;
   std::tuple<Variables...> variables;
   std::function<void(params&, std::mt19937_64&)> initialize;
 };
 
+template <class X, class Y, class Logits, class TrainingLogits, class... Variables>
+classifier<X, Y, Logits, TrainingLogits, Variables...> make_classifier(
+    std::string name, X images, Y labels, Logits logits, TrainingLogits training_logits,
+    std::tuple<Variables...> variables, std::function<void(params&, std::mt19937_64&)> initialize) {
+  return {std::move(name), images, labels, logits, training_logits, variables, std::move(initialize)};
+}
 template <class X, class Y, class Logits, class... Variables>
-classifier<X, Y, Logits, Variables...> make_classifier(std::string name, X images, Y labels, Logits logits,
-                                                       std::tuple<Variables...> variables,
-                                                       std::function<void(params&, std::mt19937_64&)> initialize) {
-  return {std::move(name), images, labels, logits, variables, std::move(initialize)};
+auto make_classifier(std::string name, X images, Y labels, Logits logits, std::tuple<Variables...> variables,
+                     std::function<void(params&, std::mt19937_64&)> initialize) {
+  return make_classifier(std::move(name), images, labels, logits, same_logits<Logits>{logits}, variables,
+                         std::move(initialize));
 }
 
+// In batches of `batch` examples: a convolutional model's activations for the whole test split
+// would take gigabytes.
 template <class Logits, class X>
-double test_accuracy(const Logits& logits, const X& images, const image_split& test, const params& model) {
-  return accuracy(eval(logits, images = test.images, model), test.labels);
+double test_accuracy(const Logits& logits, const X& images, const image_split& test, const params& model,
+                     std::size_t batch = 1000) {
+  if (test.size() == 0) return 0.0;
+  const batch_plan plan(test.size(), batch);
+  image_batch b;
+  accuracy_counter counter;
+  for (std::size_t i = 0; i < plan.batch_count(); ++i) {
+    load_batch(test, plan, i, b);
+    counter.add(eval(logits, images = b.images, model), b.labels);
+  }
+  return counter.accuracy();
+}
+
+// One dropout seed per optimiser step (splitmix64 of the run seed and the step).
+inline std::uint64_t step_seed(std::uint64_t run_seed, std::uint64_t step) {
+  return epoch_seed(run_seed ^ 0xD1B54A32D192ED03ull, step);
 }
 
 // Under the variables' own names, so the histograms read like the model's code. Their spread over the
@@ -162,8 +195,8 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
     return *e.what() ? exit_usage : 0;
   }
   if (f.device == "cuda") {
-    std::cerr << argv[0] << ": --device cuda: this example runs on the CPU backend only (the CUDA backend "
-                 "has no optimiser steps yet); use --device cpu\n";
+    std::cerr << argv[0] << ": --device cuda: the training examples are built for the CPU backend only "
+                 "(a CUDA training step is in tests/cuda/training_test.cu); use --device cpu\n";
     return exit_usage;
   }
   if (!std::filesystem::exists(f.data)) {
@@ -177,8 +210,12 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
   standardize(data.train.images, s);
   standardize(data.test.images, s);
 
-  const auto loss = -mean(sum(log_softmax(m.logits) * one_hot<10>(m.labels), axes<1>));
-  const auto gradient_expressions = std::apply([&](const auto&... v) { return std::tuple{grad(loss, v)...}; }, m.variables);
+  // The fused op: one pass per row forward and back, where log_softmax(logits) * one_hot(labels) would
+  // reach the logits four times and derive four adjoints for them.
+  const auto loss_at = [&](std::uint64_t step) {
+    return mean(softmax_cross_entropy(m.training_logits(step_seed(f.seed, step)), m.labels));
+  };
+  const auto loss = loss_at(0);
   auto gradients = std::apply(
       [](const auto&... v) {
         return std::tuple{tensor<typename std::remove_cvref_t<decltype(v)>::value_type,
@@ -241,14 +278,16 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
     accuracy_counter train_accuracy;
     for (std::size_t b = 0; b < plan.batch_count(); ++b) {
       load_batch(data.train, plan, b, batch);
+      const auto step_loss = loss_at(optimizer_step(state));
       std::apply(
           [&](auto&... g) {
             std::apply(
-                [&](const auto&... d) {
-                  eval_into(std::tie(batch_loss, batch_logits, g...), loss, m.logits, d..., m.images = batch.images,
-                            m.labels = batch.labels, model);
+                [&](const auto&... v) {
+                  eval_into(std::tie(batch_loss, batch_logits, g...), step_loss,
+                            m.training_logits(step_seed(f.seed, optimizer_step(state))), grad(step_loss, v)...,
+                            m.images = batch.images, m.labels = batch.labels, model);
                 },
-                gradient_expressions);
+                m.variables);
           },
           gradients);
       std::visit([&](const auto& o) { o.step(model, state, m.variables, gradients); }, optimizer);

@@ -177,16 +177,38 @@ struct pool2d_attributes {
   }
 };
 
-// Pooling ops with one operand x (Backward = false) or with (g, x) for the adjoint (Backward = true).
+// Pooling ops with one operand x, or with (g, x) for the adjoint.
 template <std::size_t Window, std::size_t Stride>
 struct pool2d_shape_rules : pool2d_attributes<Window, Stride> {
   template <class X, class... Rest>
   using result_type = X;
 };
 
-template <std::size_t Window, std::size_t Stride>
-struct max_pool2d_op : pool2d_shape_rules<Window, Stride> {
-  static constexpr std::string_view name = "max_pool2d";
+namespace pool_detail {
+// What distinguishes max from average pooling in the rules the two share below.
+struct max_pooling {
+  static constexpr std::string_view name = "max_pool2d", backward_name = "max_pool2d_backward";
+  static constexpr const char* result = "max_pool2d's result";
+  template <class T>
+  static void forward(const geometry& g, const T* x, T* y) {
+    max_forward<T>(g, x, y);
+  }
+};
+struct avg_pooling {
+  static constexpr std::string_view name = "avg_pool2d", backward_name = "avg_pool2d_backward";
+  static constexpr const char* result = "avg_pool2d's result";
+  template <class T>
+  static void forward(const geometry& g, const T* x, T* y) {
+    avg_forward<T>(g, x, y);
+  }
+};
+}  // namespace pool_detail
+
+// Forward pooling x [N,H,W,C] -> [N,OH,OW,C]: the window's geometry, checks and kernels at compile
+// time and in the interpreter; the op adds its derivative rule.
+template <std::size_t Window, std::size_t Stride, class Pooling>
+struct pool2d_forward_rules : pool2d_shape_rules<Window, Stride> {
+  static constexpr std::string_view name = Pooling::name;
   template <class S>
   static constexpr bool shapes_ok = pool_detail::static_shape_fits<S, Window, Stride>();
   template <class S>
@@ -196,11 +218,7 @@ struct max_pool2d_op : pool2d_shape_rules<Window, Stride> {
   }
   template <class T, class Out, class X>
   static void run_cpu(const Out& out, const X& x) {
-    pool_detail::max_forward<T>(pool_detail::checked_geometry(name, name, x.extents(), Window, Stride), x.data(), out.data());
-  }
-  template <class G, class Y, class X>
-  static auto gradient(const G& g, const Y&, const X& x) {
-    return std::tuple{max_pool2d_backward<Window, Stride>(g, x)};
+    Pooling::template forward<T>(pool_detail::checked_geometry(name, name, x.extents(), Window, Stride), x.data(), out.data());
   }
   template <class Attrs>
   static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
@@ -213,33 +231,55 @@ struct max_pool2d_op : pool2d_shape_rules<Window, Stride> {
     const auto geo = pool_detail::runtime_geometry(a, name, in[0].extents, std::string(name));
     conv_detail::with_float_element(out.type, name, [&](auto t) {
       using T = decltype(t);
-      pool_detail::max_forward<T>(geo, static_cast<const T*>(in[0].data), out.as<T>());
+      Pooling::template forward<T>(geo, static_cast<const T*>(in[0].data), out.as<T>());
     });
   }
   template <class B, class Attrs, class H>
   static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
-    return {pool_detail::apply_with(b, "max_pool2d_backward", std::vector<H>{g, x[0]}, a)};
+    return {pool_detail::apply_with(b, Pooling::backward_name, std::vector<H>{g, x[0]}, a)};
   }
 };
 
-// max_pool2d_backward(g [N,OH,OW,C], x [N,H,W,C]) -> [N,H,W,C]: g routed to each window's first
-// maximum of x (recomputed here rather than stored by the forward pass).
-template <std::size_t Window, std::size_t Stride>
-struct max_pool2d_backward_op : pool2d_shape_rules<Window, Stride> {
-  static constexpr std::string_view name = "max_pool2d_backward";
+// The adjoint of pooling, (g [N,OH,OW,C], x [N,H,W,C]) -> [N,H,W,C]: g must have the extents the
+// forward op gives x.
+template <std::size_t Window, std::size_t Stride, class Pooling>
+struct pool2d_backward_rules : pool2d_shape_rules<Window, Stride> {
+  static constexpr std::string_view name = Pooling::backward_name;
   template <class SG, class SX>
   static constexpr bool shapes_ok = pool_detail::static_adjoint_fits<SG, SX, Window, Stride>();
   template <class SG, class SX>
   using result_shape = SX;
   static extents_t<4> infer_extents(const auto& who, const extents_t<4>& g, const extents_t<4>& x) {
     conv_detail::check_adjoint_extents(who, g, pool_detail::checked_geometry(who, name, x, Window, Stride).output_extents(),
-                                       "max_pool2d's result");
+                                       Pooling::result);
     return x;
   }
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
+    conv_detail::expect_operands(in, 2, who);
+    conv_detail::check_adjoint_extents(who, in[0], pool_detail::runtime_geometry(a, name, in[1], who).output_extents(),
+                                       Pooling::result);
+    return in[1];
+  }
+};
+
+template <std::size_t Window, std::size_t Stride>
+struct max_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::max_pooling> {
+  template <class G, class Y, class X>
+  static auto gradient(const G& g, const Y&, const X& x) {
+    return std::tuple{max_pool2d_backward<Window, Stride>(g, x)};
+  }
+};
+
+// max_pool2d_backward(g, x): g routed to each window's first maximum of x (recomputed here rather
+// than stored by the forward pass).
+template <std::size_t Window, std::size_t Stride>
+struct max_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detail::max_pooling> {
+  using rules = pool2d_backward_rules<Window, Stride, pool_detail::max_pooling>;
   template <class T, class Out, class G, class X>
   static void run_cpu(const Out& out, const G& g, const X& x) {
-    pool_detail::max_backward<T>(pool_detail::checked_geometry(name, name, x.extents(), Window, Stride), g.data(), x.data(),
-                                 out.data());
+    pool_detail::max_backward<T>(pool_detail::checked_geometry(rules::name, rules::name, x.extents(), Window, Stride), g.data(),
+                                 x.data(), out.data());
   }
   // The result is linear in g (a gather would be its adjoint) and piecewise constant in x; neither
   // rule exists yet, so second derivatives through max-pooling are refused rather than wrong.
@@ -249,16 +289,9 @@ struct max_pool2d_backward_op : pool2d_shape_rules<Window, Stride> {
     return std::tuple{no_gradient{}, no_gradient{}};
   }
   template <class Attrs>
-  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
-    conv_detail::expect_operands(in, 2, who);
-    conv_detail::check_adjoint_extents(who, in[0], pool_detail::runtime_geometry(a, name, in[1], who).output_extents(),
-                                       "max_pool2d's result");
-    return in[1];
-  }
-  template <class Attrs>
   static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
-    const auto geo = pool_detail::runtime_geometry(a, name, in[1].extents, std::string(name));
-    conv_detail::with_float_element(out.type, name, [&](auto t) {
+    const auto geo = pool_detail::runtime_geometry(a, rules::name, in[1].extents, std::string(rules::name));
+    conv_detail::with_float_element(out.type, rules::name, [&](auto t) {
       using T = decltype(t);
       pool_detail::max_backward<T>(geo, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data), out.as<T>());
     });
@@ -270,19 +303,7 @@ struct max_pool2d_backward_op : pool2d_shape_rules<Window, Stride> {
 };
 
 template <std::size_t Window, std::size_t Stride>
-struct avg_pool2d_op : pool2d_shape_rules<Window, Stride> {
-  static constexpr std::string_view name = "avg_pool2d";
-  template <class S>
-  static constexpr bool shapes_ok = pool_detail::static_shape_fits<S, Window, Stride>();
-  template <class S>
-  using result_shape = shape_from_array_t<pool_detail::static_result<S, Window, Stride>()>;
-  static extents_t<4> infer_extents(const auto& who, const extents_t<4>& x) {
-    return pool_detail::checked_geometry(who, name, x, Window, Stride).output_extents();
-  }
-  template <class T, class Out, class X>
-  static void run_cpu(const Out& out, const X& x) {
-    pool_detail::avg_forward<T>(pool_detail::checked_geometry(name, name, x.extents(), Window, Stride), x.data(), out.data());
-  }
+struct avg_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::avg_pooling> {
   template <class G, class Y, class X>
   static auto gradient(const G& g, const Y&, const X& x) {
     return std::tuple{avg_pool2d_backward<Window, Stride>(g, x)};
@@ -292,45 +313,18 @@ struct avg_pool2d_op : pool2d_shape_rules<Window, Stride> {
     if constexpr (is_no_gradient_v<TX>) return no_gradient{};
     else return avg_pool2d<Window, Stride>(tx);
   }
-  template <class Attrs>
-  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
-    conv_detail::expect_operands(in, 1, who);
-    const auto e = pool_detail::runtime_geometry(a, name, in[0], who).output_extents();
-    return runtime_extents(e.begin(), e.end());
-  }
-  template <class Attrs>
-  static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
-    const auto geo = pool_detail::runtime_geometry(a, name, in[0].extents, std::string(name));
-    conv_detail::with_float_element(out.type, name, [&](auto t) {
-      using T = decltype(t);
-      pool_detail::avg_forward<T>(geo, static_cast<const T*>(in[0].data), out.as<T>());
-    });
-  }
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
-    return {pool_detail::apply_with(b, "avg_pool2d_backward", std::vector<H>{g, x[0]}, a)};
-  }
 };
 
-// avg_pool2d_backward(g [N,OH,OW,C], like x [N,H,W,C]) -> [N,H,W,C]: g / Window^2 spread over each
-// window; `like` supplies extents only.
+// avg_pool2d_backward(g, like x): g / Window^2 spread over each window; `like` supplies extents only.
 template <std::size_t Window, std::size_t Stride>
-struct avg_pool2d_backward_op : pool2d_shape_rules<Window, Stride> {
-  static constexpr std::string_view name = "avg_pool2d_backward";
+struct avg_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detail::avg_pooling> {
+  using rules = pool2d_backward_rules<Window, Stride, pool_detail::avg_pooling>;
   template <std::size_t I>
   static constexpr bool reads_operand = I == 0;
-  template <class SG, class SX>
-  static constexpr bool shapes_ok = pool_detail::static_adjoint_fits<SG, SX, Window, Stride>();
-  template <class SG, class SX>
-  using result_shape = SX;
-  static extents_t<4> infer_extents(const auto& who, const extents_t<4>& g, const extents_t<4>& x) {
-    conv_detail::check_adjoint_extents(who, g, pool_detail::checked_geometry(who, name, x, Window, Stride).output_extents(),
-                                       "avg_pool2d's result");
-    return x;
-  }
   template <class T, class Out, class G, class X>
   static void run_cpu(const Out& out, const G& g, const X&) {
-    pool_detail::avg_backward<T>(pool_detail::checked_geometry(name, name, out.extents(), Window, Stride), g.data(), out.data());
+    pool_detail::avg_backward<T>(pool_detail::checked_geometry(rules::name, rules::name, out.extents(), Window, Stride), g.data(),
+                                 out.data());
   }
   // Linear in g: its adjoint is the forward pooling of the incoming adjoint.
   template <class A, class Y, class G, class X>
@@ -343,23 +337,16 @@ struct avg_pool2d_backward_op : pool2d_shape_rules<Window, Stride> {
     else return avg_pool2d_backward<Window, Stride>(tg, x);
   }
   template <class Attrs>
-  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
-    conv_detail::expect_operands(in, 2, who);
-    conv_detail::check_adjoint_extents(who, in[0], pool_detail::runtime_geometry(a, name, in[1], who).output_extents(),
-                                       "avg_pool2d's result");
-    return in[1];
-  }
-  template <class Attrs>
   static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
-    const auto geo = pool_detail::runtime_geometry(a, name, in[1].extents, std::string(name));
-    conv_detail::with_float_element(out.type, name, [&](auto t) {
+    const auto geo = pool_detail::runtime_geometry(a, rules::name, in[1].extents, std::string(rules::name));
+    conv_detail::with_float_element(out.type, rules::name, [&](auto t) {
       using T = decltype(t);
       pool_detail::avg_backward<T>(geo, static_cast<const T*>(in[0].data), out.as<T>());
     });
   }
   template <class B, class Attrs, class H>
   static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>&) {
-    return {pool_detail::apply_with(b, "avg_pool2d", std::vector<H>{g}, a), std::nullopt};
+    return {pool_detail::apply_with(b, pool_detail::avg_pooling::name, std::vector<H>{g}, a)};
   }
 };
 }  // namespace ops

@@ -40,6 +40,7 @@ struct training_flags {
   std::string logdir;               // TensorBoard summaries; none when empty
   std::size_t log_every = 50;       // batches between batch-level scalars
   std::size_t limit = all_examples;
+  std::size_t stop_after = 0;       // stop after this epoch, as if interrupted (0: run all --epochs)
   double learning_rate = 1e-3;
   std::string optimizer = "adam";
   std::uint64_t seed = 42;
@@ -53,11 +54,12 @@ class usage_error : public error {
 inline std::string usage(std::string_view program, const training_flags& d) {
   return "usage: " + std::string(program) +
          " [--epochs N] [--batch N] [--data DIR] [--device cpu|cuda] [--checkpoint PATH] [--limit N]\n"
-         "       [--lr RATE] [--optimizer sgd|momentum|adam] [--seed N] [--logdir DIR] [--log-every N]\n"
+         "       [--lr RATE] [--optimizer sgd|momentum|adam] [--seed N] [--logdir DIR] [--log-every N] [--stop-after N]\n"
          "defaults: --epochs " + std::to_string(d.epochs) + " --batch " + std::to_string(d.batch) + " --data " + d.data +
          " --lr " + std::to_string(d.learning_rate) + " --optimizer " + d.optimizer + " --seed " + std::to_string(d.seed) +
          "\n--checkpoint PATH saves after every epoch and resumes from PATH when it exists;\n"
          "--limit N trains and tests on the first N examples of each split (quick runs);\n"
+         "--stop-after N ends the run after epoch N as if it were interrupted (the schedule still spans --epochs);\n"
          "--logdir DIR writes TensorBoard summaries there: loss and accuracy every --log-every batches\n"
          "(default " + std::to_string(d.log_every) + ") and per epoch, test accuracy, parameter histograms, the model's graph.\n";
 }
@@ -84,6 +86,7 @@ inline training_flags parse_flags(int argc, char** argv, training_flags flags) {
     else if (flag == "--log-every") flags.log_every = number(flag, value);
     else if (flag == "--limit") flags.limit = number(flag, value);
     else if (flag == "--seed") flags.seed = number(flag, value);
+    else if (flag == "--stop-after") flags.stop_after = number(flag, value);
     else if (flag == "--optimizer") flags.optimizer = value;
     else if (flag == "--lr") {
       char* end = nullptr;
@@ -271,7 +274,8 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
   tensor<float, shape<>> batch_loss;
   tensor<float, shape<dyn, 10>> batch_logits;
   image_batch batch;
-  for (std::size_t epoch = first_epoch; epoch < f.epochs; ++epoch) {
+  const std::size_t last_epoch = f.stop_after ? std::min(f.stop_after, f.epochs) : f.epochs;
+  for (std::size_t epoch = first_epoch; epoch < last_epoch; ++epoch) {
     const batch_plan plan(data.train.size(), f.batch, epoch_seed(f.seed, epoch));
     epoch_progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(f.epochs), plan.batch_count());
     running_mean mean_loss;

@@ -17,6 +17,7 @@
 // at the step count before it.
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -83,6 +84,29 @@ void for_each_parameter(const Variables& variables, const Gradients& gradients, 
   }(std::make_index_sequence<n>{});
 }
 
+// An optimiser's initial state: a zero tensor per variable under each prefix ("m/W1", ...) and step 0.
+template <class... Variables>
+params initial_state_with(const params& model, std::initializer_list<const char*> prefixes) {
+  params state;
+  for (const char* prefix : prefixes) (add_zero_state<Variables>(state, model, prefix + variable_name<Variables>()), ...);
+  set_optimizer_step(state, 0);
+  return state;
+}
+
+// One optimiser step: update(variable, gradient, t, learning rate at t) for each parameter, with the
+// gradient's type checked, then the step count t advances.
+template <class Variables, class Gradients, class Update>
+void step_each_parameter(params& state, const learning_rate_schedule& schedule, const Variables& variables,
+                         const Gradients& gradients, Update&& update) {
+  const std::uint64_t t = optimizer_step(state);
+  const double rate = schedule(t);
+  for_each_parameter(variables, gradients, [&]<class V, class G>(const V& v, const G& g) {
+    check_gradient_type<V, G>();
+    update(v, g, t, rate);
+  });
+  set_optimizer_step(state, t + 1);
+}
+
 // The leaves of an update rule for one parameter of dtype T and shape S: the tensors it reads are
 // bound to these placeholders, so one rule serves every variable of that dtype and shape.
 template <class T, shape_spec S>
@@ -113,20 +137,15 @@ class sgd {
 
   template <class... Variables>
   params initial_state(const params& model, const Variables&...) const {
-    params state;
-    (void)model;
-    detail::set_optimizer_step(state, 0);
-    return state;
+    return detail::initial_state_with<Variables...>(model, {});
   }
 
   double learning_rate(const params& state) const { return options_.learning_rate(optimizer_step(state)); }
 
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
-    const std::uint64_t t = optimizer_step(state);
-    const double rate = options_.learning_rate(t);
-    detail::for_each_parameter(variables, gradients, [&]<class V, class G>(const V&, const G& g) {
-      detail::check_gradient_type<V, G>();
+    detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
+                                [&]<class V, class G>(const V&, const G& g, std::uint64_t, double rate) {
       using T = typename V::value_type;
       const detail::update_leaves<T, typename V::shape_type> in;
       const auto lr = placeholder<"learning_rate", T, shape<>>();
@@ -134,7 +153,6 @@ class sgd {
       auto w = detail::stored_value<V>(model, detail::variable_name<V>());
       fused_update(std::tie(w), in.parameter - lr * in.gradient, in.parameter = w, in.gradient = g, lr = lr_value);
     });
-    detail::set_optimizer_step(state, t + 1);
   }
 
  private:
@@ -155,20 +173,15 @@ class momentum {
 
   template <class... Variables>
   params initial_state(const params& model, const Variables&...) const {
-    params state;
-    (detail::add_zero_state<Variables>(state, model, "velocity/" + detail::variable_name<Variables>()), ...);
-    detail::set_optimizer_step(state, 0);
-    return state;
+    return detail::initial_state_with<Variables...>(model, {"velocity/"});
   }
 
   double learning_rate(const params& state) const { return options_.learning_rate(optimizer_step(state)); }
 
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
-    const std::uint64_t t = optimizer_step(state);
-    const double rate = options_.learning_rate(t);
-    detail::for_each_parameter(variables, gradients, [&]<class V, class G>(const V&, const G& g) {
-      detail::check_gradient_type<V, G>();
+    detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
+                                [&]<class V, class G>(const V&, const G& g, std::uint64_t, double rate) {
       using T = typename V::value_type;
       const detail::update_leaves<T, typename V::shape_type> in;
       const auto lr = placeholder<"learning_rate", T, shape<>>();
@@ -181,7 +194,6 @@ class momentum {
       fused_update(std::tie(velocity, w), new_velocity, in.parameter - lr * new_velocity, in.parameter = w,
                    in.gradient = g, in.state_a = velocity, lr = lr_value, mu = mu_value);
     });
-    detail::set_optimizer_step(state, t + 1);
   }
 
  private:
@@ -211,24 +223,18 @@ class adam {
 
   template <class... Variables>
   params initial_state(const params& model, const Variables&...) const {
-    params state;
-    (detail::add_zero_state<Variables>(state, model, "m/" + detail::variable_name<Variables>()), ...);
-    (detail::add_zero_state<Variables>(state, model, "v/" + detail::variable_name<Variables>()), ...);
-    detail::set_optimizer_step(state, 0);
-    return state;
+    return detail::initial_state_with<Variables...>(model, {"m/", "v/"});
   }
 
   double learning_rate(const params& state) const { return options_.learning_rate(optimizer_step(state)); }
 
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
-    const std::uint64_t t = optimizer_step(state);
-    const double rate = options_.learning_rate(t);
-    const double n = double(t + 1);
-    const double step_size = rate / (1 - std::pow(options_.beta1, n));
-    const double inverse_sqrt_correction2 = 1 / std::sqrt(1 - std::pow(options_.beta2, n));
-    detail::for_each_parameter(variables, gradients, [&]<class V, class G>(const V&, const G& g) {
-      detail::check_gradient_type<V, G>();
+    detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
+                                [&]<class V, class G>(const V&, const G& g, std::uint64_t t, double rate) {
+      const double n = double(t + 1);
+      const double step_size = rate / (1 - std::pow(options_.beta1, n));
+      const double inverse_sqrt_correction2 = 1 / std::sqrt(1 - std::pow(options_.beta2, n));
       using T = typename V::value_type;
       const detail::update_leaves<T, typename V::shape_type> in;
       const auto b1 = placeholder<"beta1", T, shape<>>();
@@ -257,7 +263,6 @@ class adam {
                    one_minus_b2 = one_minus_b2_value, alpha = alpha_value, correction2 = correction2_value,
                    eps = eps_value);
     });
-    detail::set_optimizer_step(state, t + 1);
   }
 
  private:

@@ -129,6 +129,40 @@ void BM_sum_W1_symflow(benchmark::State& state) {
                                               benchmark::Counter::kIsRate);
 }
 
+// check_numerics on (docs/debugging.md): each evaluation clears a device flag, runs the checked kernel
+// and reads the flag back (one small copy and a wait per evaluation, included here), ...
+template <class E>
+void BM_checked(benchmark::State& state, const E& e) {
+  check_numerics_scope on;
+  time_launches(state, [&] { run_symflow(e); });
+}
+// ... and the kernel alone, checked or not, timed by the backend's per-group profile (events around
+// each launch, so the waits above are not counted).
+template <class E>
+void BM_kernel(benchmark::State& state, const E& e, bool checked) {
+  check_numerics_scope check(checked);
+  run_symflow(e);
+  SYMFLOW_CUDA_CHECK(cudaDeviceSynchronize());
+  for (auto _ : state) {
+    cuda::reset_profile();
+    {
+      cuda::profiling_scope on;
+      for (int k = 0; k < launches; ++k) run_symflow(e);
+    }
+    double seconds = 0;
+    std::size_t count = 0;
+    for (const auto& entry : cuda::profile().entries)
+      if (entry.description.rfind("map_", 0) == 0) {
+        seconds += entry.seconds;
+        count += entry.launches;
+      }
+    state.SetIterationTime(count ? seconds / double(count) : 0.0);
+  }
+  state.counters["GB/s"] = benchmark::Counter(double(5 * N * sizeof(float)) * double(state.iterations()),
+                                              benchmark::Counter::kIsRate);
+  state.SetLabel(cuda::device_description());
+}
+
 void BM_W1_hand(benchmark::State& s) { time_launches(s, [] { run_hand(w1_hand); }); }
 void BM_W1_symflow(benchmark::State& s) { time_launches(s, [] { run_symflow(W1); }); }
 void BM_W1_symflow_alloc(benchmark::State& s) { time_launches(s, [] { run_symflow_alloc(W1); }); }
@@ -145,6 +179,13 @@ SYMFLOW_GPU_BENCH(BM_W2_hand);
 SYMFLOW_GPU_BENCH(BM_W2_symflow);
 SYMFLOW_GPU_BENCH(BM_W2_symflow_alloc);
 SYMFLOW_GPU_BENCH(BM_sum_W1_symflow);
+// check_numerics overhead: off / on per evaluation, and the map kernel alone unchecked / checked.
+BENCHMARK_CAPTURE(BM_checked, W1_check_numerics, W1)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(30);
+BENCHMARK_CAPTURE(BM_checked, W2_check_numerics, W2)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(30);
+BENCHMARK_CAPTURE(BM_kernel, W1_kernel_unchecked, W1, false)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(30);
+BENCHMARK_CAPTURE(BM_kernel, W1_kernel_checked, W1, true)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(30);
+BENCHMARK_CAPTURE(BM_kernel, W2_kernel_unchecked, W2, false)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(30);
+BENCHMARK_CAPTURE(BM_kernel, W2_kernel_checked, W2, true)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(30);
 
 // symflow and the hand-written kernels must compute the same function: compared once on the data.
 void verify() {

@@ -62,6 +62,12 @@ if has bench; then
 fi
 
 if has profile; then
+  # The backend's own per-group profile (CUDA events) of ten uncaptured W4 steps.
+  for batch in 256 4096; do
+    echo "== symflow kernel profile: W4, batch $batch"
+    timeout 120 "$bench_training" --kernel-profile=$batch > "$out/kernel_profile_w4_$batch.txt" 2>&1
+    head -16 "$out/kernel_profile_w4_$batch.txt"
+  done
   # Per-kernel GPU time of one W4 step (kernels run one at a time under the profiler, so their sum
   # leaves out the launch gaps that the benchmark's graph replays include).
   for spec in ${PROFILE_SPECS:-256,graph 256,tf32,graph 4096,graph 4096,tf32,graph}; do

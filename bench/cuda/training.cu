@@ -290,6 +290,17 @@ void BM_W4(benchmark::State& state, std::size_t batch, bool graph, bool tf32) {
   state.counters["TFLOP/s"] = benchmark::Counter(flops * double(state.iterations()) / 1e12, benchmark::Counter::kIsRate);
 }
 
+// An uncaptured step with check_numerics off and on (a captured step is never checked: reading the
+// flag back would synchronise inside the capture). On, the five outputs' kernels accumulate the flag,
+// and the step ends with one flag read (a wait for the GPU).
+void BM_W4_check_numerics(benchmark::State& state, std::size_t batch, bool checked) {
+  mlp_setup m(batch, true);
+  check_numerics_scope check(checked);
+  m.step();
+  m.s.synchronize();
+  time_launches(state, m.s.get(), [&] { m.step(); });
+}
+
 // Training runs: the loss on a fixed batch falls over 100 steps (graph replays).
 void verify_w4() {
   for (const bool tf32 : {false, true}) {
@@ -332,8 +343,21 @@ int main(int argc, char** argv) {
     std::printf("bench_cuda_training: %s\n", cuda::device_description().c_str());
     return 0;
   }
-  for (int i = 1; i < argc; ++i)
+  for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--profile-step=", 15) == 0) return profile_one_step(argv[i] + 15);
+    if (std::strncmp(argv[i], "--kernel-profile=", 17) == 0) {  // the backend's per-group profile of 10 steps
+      mlp_setup m(std::stoul(argv[i] + 17), true);
+      m.step();
+      m.s.synchronize();
+      cuda::reset_profile();
+      {
+        cuda::profiling_scope on;
+        for (int k = 0; k < 10; ++k) m.step();
+      }
+      std::printf("10 uncaptured steps, batch %s, TF32:\n%s", argv[i] + 17, cuda::profile().slowest(15).c_str());
+      return 0;
+    }
+  }
   std::printf("device: %s\n", cuda::device_description().c_str());
   verify_w3();
   verify_w4();
@@ -347,6 +371,15 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMillisecond)
             ->Iterations(30);
       }
+  for (const std::size_t batch : {std::size_t(256), std::size_t(4096)})
+    for (const bool checked : {false, true}) {
+      const std::string name = "BM_W4_check_numerics/batch:" + std::to_string(batch) + "/uncaptured/tf32/" +
+                               (checked ? "on" : "off");
+      benchmark::RegisterBenchmark(name.c_str(), BM_W4_check_numerics, batch, checked)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(30);
+    }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

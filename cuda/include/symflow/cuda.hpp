@@ -11,6 +11,7 @@
 #include "cuda/runtime.hpp"
 #include "cuda/device_tensor.hpp"
 #include "cuda/placement_log.hpp"
+#include "cuda/profile.hpp"
 #if defined(__CUDACC__)
 #include "cuda/device.hpp"
 #include "cuda/kernels.hpp"

@@ -4,6 +4,7 @@
 
 #include "kernel_ops.hpp"
 #include "multi_output.hpp"
+#include "nonfinite.hpp"
 
 namespace symflow::cuda {
 
@@ -110,7 +111,8 @@ device_tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&.
   detail::context<Sources...> ctx(sources...);
   auto evs = std::tuple{detail::make_evaluator(expr, ctx)};
   device_tensor<value_type_of<E>, shape_of<E>> out(std::get<0>(evs).extents, ctx.stream);
-  detail::compute_outputs<std::tuple<E>>(evs, ctx, {static_cast<void*>(out.data())});
+  if (!detail::compute_outputs<std::tuple<E>>(evs, ctx, {static_cast<void*>(out.data())}))
+    detail::report_nonfinite_on_device(std::tie(expr), ctx.stream, sources...);
   return out;
 }
 
@@ -124,7 +126,8 @@ void eval_into(Out&& out, const E& expr, const Sources&... sources) {
   detail::context<Sources...> ctx(sources...);
   auto evs = std::tuple{detail::make_evaluator(expr, ctx)};
   void* memory = detail::output_memory_for<E>(out, std::get<0>(evs), ctx.stream);
-  detail::compute_outputs<std::tuple<E>>(evs, ctx, {memory});
+  if (!detail::compute_outputs<std::tuple<E>>(evs, ctx, {memory}))
+    detail::report_nonfinite_on_device(std::tie(expr), ctx.stream, sources...);
 }
 
 // Several outputs in one evaluation: eval_into(std::tie(L, dW, db), loss, dW_expr, db_expr, sources...).
@@ -144,7 +147,8 @@ void eval_into(std::tuple<Out...> outs, const E1& e1, const Rest&... rest) {
     auto evs = std::tuple{detail::make_evaluator(std::get<X>(args), ctx)...};
     const std::array<void*, k> memory{
         detail::output_memory_for<std::tuple_element_t<X, exprs>>(std::get<X>(outs), std::get<X>(evs), ctx.stream)...};
-    detail::compute_outputs<exprs>(evs, ctx, memory);
+    if (!detail::compute_outputs<exprs>(evs, ctx, memory))
+      detail::report_nonfinite_on_device(std::tie(std::get<X>(args)...), ctx.stream, std::get<k + S>(args)...);
   }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Rest) + 1 - k>{});
 }
 
@@ -161,7 +165,8 @@ auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
     auto evs = std::tuple{detail::make_evaluator(std::get<X>(args), ctx)...};
     auto outs = std::tuple{device_tensor<value_type_of<std::tuple_element_t<X, exprs>>, shape_of<std::tuple_element_t<X, exprs>>>(
         std::get<X>(evs).extents, ctx.stream)...};
-    detail::compute_outputs<exprs>(evs, ctx, {static_cast<void*>(std::get<X>(outs).data())...});
+    if (!detail::compute_outputs<exprs>(evs, ctx, {static_cast<void*>(std::get<X>(outs).data())...}))
+      detail::report_nonfinite_on_device(std::tie(std::get<X>(args)...), ctx.stream, std::get<k + S>(args)...);
     return outs;
   }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Rest) + 2 - k>{});
 }

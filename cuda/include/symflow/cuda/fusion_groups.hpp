@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "evaluators.hpp"
+#include "profile.hpp"
 
 namespace symflow::cuda {
 namespace detail {
@@ -16,8 +17,11 @@ struct leaf_record {
 };
 
 // Runs the fusion group rooted at `root` over its extents, writing every element of `out` (dense).
-template <class Ctx, class T, class H>
-void run_map(H& root, Ctx& ctx, T* out) {
+// Check: the kernel also sets *flag when a value it stores is NaN or infinite (check_numerics; only
+// the groups that write an evaluation's outputs are instantiated with it).
+template <bool Check, class Ctx, class T, class H>
+void run_map_checked(H& root, Ctx& ctx, T* out, unsigned* flag) {
+  static_assert(!Check || std::is_floating_point_v<T>);
   constexpr int FR = H::rank == 0 ? 1 : int(H::rank);
   group_frame f = frame_of<H::rank>(root.extents);
   const std::size_t n = f.size();
@@ -63,34 +67,45 @@ void run_map(H& root, Ctx& ctx, T* out) {
              ": " + describe_group(root) + " -> " + value_type_string<T>(root.extents);
     });
   };
+  const profile_region timed(s, [&] {
+    return std::string(dense ? "map_dense_kernel" : "map_strided_kernel") + (Check ? " (checked)" : "") + ": " +
+           describe_group(root) + " -> " + value_type_string<T>(root.extents);
+  });
   if (dense) {
     const std::size_t threads = (n + V - 1) / V;
     const std::size_t blocks = (threads + dev::block_threads - 1) / dev::block_threads;
     log("map_dense_kernel", unsigned(blocks));
-    dev::map_dense_kernel<U, ev_t, env_t, V><<<unsigned(blocks), dev::block_threads, 0, s>>>(out, d, env, n);
+    dev::map_dense_kernel<U, ev_t, env_t, V, Check><<<unsigned(blocks), dev::block_threads, 0, s>>>(out, d, env, n, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_dense_kernel");
   } else if (n <= std::size_t(UINT32_MAX)) {
     dev::index_frame<std::uint32_t> fi{int(f.rank), {}};
     for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = std::uint32_t(f.extents[a]);
     log("map_strided_kernel (32-bit index)", dev::grid_for(n, dev::block_threads));
-    dev::map_strided_kernel<U, ev_t, env_t, std::uint32_t, FR>
-        <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, env, fi, n);
+    dev::map_strided_kernel<U, ev_t, env_t, std::uint32_t, FR, Check>
+        <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, env, fi, n, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_strided_kernel");
   } else {
     dev::index_frame<std::uint64_t> fi{int(f.rank), {}};
     for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = f.extents[a];
     log("map_strided_kernel (64-bit index)", dev::grid_for(n, dev::block_threads));
-    dev::map_strided_kernel<U, ev_t, env_t, std::uint64_t, FR>
-        <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, env, fi, n);
+    dev::map_strided_kernel<U, ev_t, env_t, std::uint64_t, FR, Check>
+        <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, env, fi, n, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_strided_kernel");
   }
 }
 
+template <class Ctx, class T, class H>
+void run_map(H& root, Ctx& ctx, T* out) {
+  run_map_checked<false>(root, ctx, out, nullptr);
+}
+
 // Reduces the fusion group rooted at `operand` over the axes in `mask` into `out` (dense, the kept
 // extents in order), evaluating the operand on the fly.
-template <class Op, class T, class Ctx, class H, std::size_t RI>
-void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, std::size_t out_size,
-                std::size_t count, const node_ref& source) {
+// Check: as run_map_checked, for the reduced values written to `out`.
+template <bool Check, class Op, class T, class Ctx, class H, std::size_t RI>
+void run_reduce_checked(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, std::size_t out_size,
+                        std::size_t count, const node_ref& source, unsigned* flag) {
+  static_assert(!Check || std::is_floating_point_v<T>);
   constexpr int FR = RI == 0 ? 1 : int(RI);
   const cudaStream_t s = ctx.stream;
   const T identity = Op::template identity<T>();
@@ -98,6 +113,7 @@ void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, 
   if (out_size == 0) return;
   if (f.size() == 0) {
     dev::fill(out, out_size, T(Op::finish(identity, count)), s);
+    if constexpr (Check) dev::scan_nonfinite(out, out_size, flag, s);
     return;
   }
   operand.bind(f);
@@ -174,18 +190,23 @@ void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, 
              "[" + std::to_string(out_size) + "]" + (partial ? " (partials)" : "");
     });
   };
+  const profile_region timed(s, [&] {
+    return std::string(inner_reduced ? "reduce_rows_kernel" : "reduce_cols_kernel") + (partial ? " + reduce_finish_kernel" : "") +
+           (Check ? " (checked)" : "") + ": " + source.text() + "(" + describe_group(operand) + ") -> " +
+           std::string(dtype_name(dtype_v<T>)) + "[" + std::to_string(out_size) + "]";
+  });
   if (inner_reduced) {
     const std::size_t per_block = std::size_t(dev::block_threads) >> group_log2;
     const dim3 grid(dev::grid_for(out_size, per_block, 65535u * 32u), unsigned(chunks));
     log(group_log2 == 5 ? "reduce_rows_kernel (a warp per output)" : "reduce_rows_kernel (a block per output)", grid);
-    dev::reduce_rows_kernel<O, U, ev_t, env_t, FR>
-        <<<grid, dev::block_threads, 0, s>>>(d, env, rf, dst, out_size, count, chunk, identity, group_log2, partial);
+    dev::reduce_rows_kernel<O, U, ev_t, env_t, FR, Check>
+        <<<grid, dev::block_threads, 0, s>>>(d, env, rf, dst, out_size, count, chunk, identity, group_log2, partial, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("reduce_rows_kernel");
   } else {
     const dim3 grid(dev::grid_for(out_size, dev::cols_per_block, 65535u * 32u), unsigned(chunks));
     log("reduce_cols_kernel", grid);
-    dev::reduce_cols_kernel<O, U, ev_t, env_t, FR>
-        <<<grid, dev::block_threads, 0, s>>>(d, env, rf, dst, out_size, count, chunk, identity, partial);
+    dev::reduce_cols_kernel<O, U, ev_t, env_t, FR, Check>
+        <<<grid, dev::block_threads, 0, s>>>(d, env, rf, dst, out_size, count, chunk, identity, partial, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("reduce_cols_kernel");
   }
   if (partial) {
@@ -193,10 +214,16 @@ void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, 
       return std::string("reduce_finish_kernel, ") + launch_shape(dev::grid_for(out_size, dev::block_threads), dev::block_threads) +
              ", on " + current_device_name() + ": combines " + std::to_string(chunks) + " partials of " + source.text();
     });
-    dev::reduce_finish_kernel<O, U><<<dev::grid_for(out_size, dev::block_threads), dev::block_threads, 0, s>>>(
-        dst, out, out_size, int(chunks), count, identity);
+    dev::reduce_finish_kernel<O, U, Check><<<dev::grid_for(out_size, dev::block_threads), dev::block_threads, 0, s>>>(
+        dst, out, out_size, int(chunks), count, identity, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("reduce_finish_kernel");
   }
+}
+
+template <class Op, class T, class Ctx, class H, std::size_t RI>
+void run_reduce(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, T* out, std::size_t out_size,
+                std::size_t count, const node_ref& source) {
+  run_reduce_checked<false, Op, T>(operand, ctx, mask, out, out_size, count, source, nullptr);
 }
 
 }  // namespace detail

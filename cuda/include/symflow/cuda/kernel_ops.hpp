@@ -283,6 +283,10 @@ void kernel_eval<Node, C...>::compute_into(T* out, Ctx& ctx) {
              value_type_string<T>(this->extents) + ", " + how + ", on " + current_device_name();
     });
   };
+  const profile_region timed(ctx.stream, [&] {
+    return std::string("kernel op ") + this->source.text() + "(" + operand_list() + ") -> " +
+           value_type_string<T>(this->extents);
+  });
   std::apply(
       [&](auto&... o) {
         if constexpr (has_run_cuda<Op, T, RO, C...>) {

@@ -47,27 +47,81 @@ SYMFLOW_DEVICE coords<I, FR> decode(I i, const index_frame<I>& f) {
   return c;
 }
 
+// check_numerics inside the kernels that write an evaluation's outputs. `Check` is a template
+// parameter: a kernel instantiated without it is the kernel that ran before (the checker is empty and
+// its calls vanish). With it, each thread accumulates x - x over the values it stores (0 while they
+// are finite, NaN from the first NaN or infinity on: a subtract and an add per element, no branch),
+// and at the end of the kernel one vote per warp sets *flag (one atomicOr per warp that saw one).
+// flush() must be reached by every thread of the warp (kernels call it last, outside any branch).
+template <bool Check, class T>
+struct nonfinite_check {
+  SYMFLOW_DEVICE void add(T) {}
+  template <int V>
+  SYMFLOW_DEVICE void add(const vec<T, V>&) {}
+  SYMFLOW_DEVICE void flush(unsigned*) const {}
+};
+template <class T>
+struct nonfinite_check<true, T> {
+  static_assert(std::is_floating_point_v<T>, "symflow::cuda: check_numerics kernels are for floating-point outputs");
+  T acc = T(0);
+  SYMFLOW_DEVICE void add(T x) { acc += x - x; }
+  template <int V>
+  SYMFLOW_DEVICE void add(const vec<T, V>& x) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc += x.v[k] - x.v[k];
+  }
+  SYMFLOW_DEVICE void flush(unsigned* flag) const {
+    const bool bad = !(acc == T(0));
+    if (__any_sync(0xffffffffu, bad) && (threadIdx.x & 31) == 0) atomicOr(flag, 1u);
+  }
+};
+
 // Dense map: every operand is laid out like the output (or is a scalar). Thread t computes
 // elements [V t, V t + V) with vector loads and one vector store; the last thread takes the tail.
-template <class T, class Ev, class Env, int V>
+template <class T, class Ev, class Env, int V, bool Check = false>
 __global__ void __launch_bounds__(block_threads) map_dense_kernel(T* __restrict__ out, const Ev ev, const Env env,
-                                                                  std::size_t n) {
+                                                                  std::size_t n, unsigned* flag) {
+  nonfinite_check<Check, T> check;
   const std::size_t base = (std::size_t(blockIdx.x) * block_threads + threadIdx.x) * V;
   if (base + V <= n) {
-    store_vec<T, V>(out + base, ev.template vec_at<V>(env, base));
+    const vec<T, V> x = ev.template vec_at<V>(env, base);
+    store_vec<T, V>(out + base, x);
+    check.add(x);
   } else {
-    for (std::size_t i = base; i < n; ++i) out[i] = ev.flat(env, i);
+    for (std::size_t i = base; i < n; ++i) {
+      const T x = ev.flat(env, i);
+      out[i] = x;
+      check.add(x);
+    }
   }
+  check.flush(flag);
 }
 
 // Strided map: coordinates from the linear output index, each operand applies its own strides
 // (0 along broadcast axes).
-template <class T, class Ev, class Env, class I, int FR>
+template <class T, class Ev, class Env, class I, int FR, bool Check = false>
 __global__ void __launch_bounds__(block_threads) map_strided_kernel(T* __restrict__ out, const Ev ev, const Env env,
-                                                                    const index_frame<I> f, std::size_t n) {
+                                                                    const index_frame<I> f, std::size_t n,
+                                                                    unsigned* flag) {
+  nonfinite_check<Check, T> check;
+  for (std::size_t i = std::size_t(blockIdx.x) * block_threads + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * block_threads) {
+    const T x = ev.at(env, decode<I, FR>(I(i), f));
+    out[i] = x;
+    check.add(x);
+  }
+  check.flush(flag);
+}
+
+// check_numerics for an output another path wrote (cuBLAS, a kernel op): one pass over it.
+template <class T>
+__global__ void __launch_bounds__(block_threads) nonfinite_scan_kernel(const T* __restrict__ p, std::size_t n,
+                                                                       unsigned* flag) {
+  nonfinite_check<true, T> check;
   for (std::size_t i = std::size_t(blockIdx.x) * block_threads + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * block_threads)
-    out[i] = ev.at(env, decode<I, FR>(I(i), f));
+    check.add(p[i]);
+  check.flush(flag);
 }
 
 // The frame of a reduction's operand: bit a of `reduced` marks a reduced axis. `single_reduced` /
@@ -115,12 +169,13 @@ SYMFLOW_DEVICE T warp_reduce(T v) {
 // Reduction whose innermost frame axis is reduced: a group of G threads (a warp, or the whole block)
 // per output, striding along the reduced elements (coalesced). blockIdx.y picks a contiguous chunk of
 // the reduced elements when the outputs alone cannot fill the GPU; each chunk then writes a partial.
-template <class Op, class T, class Ev, class Env, int FR>
+template <class Op, class T, class Ev, class Env, int FR, bool Check = false>
 __global__ void __launch_bounds__(block_threads) reduce_rows_kernel(const Ev ev, const Env env, const reduce_frame f, T* out,
                                                                     std::size_t out_size, std::size_t count,
                                                                     std::size_t chunk, T identity, int group_log2,
-                                                                    bool partial) {
+                                                                    bool partial, unsigned* flag) {
   __shared__ T warp_results[block_threads / 32];
+  nonfinite_check<Check, T> check;
   const int group = 1 << group_log2;
   const int groups_per_block = block_threads >> group_log2;
   const int lane = int(threadIdx.x) & (group - 1);
@@ -153,10 +208,16 @@ __global__ void __launch_bounds__(block_threads) reduce_rows_kernel(const Ev ev,
       __syncthreads();
     }
     if (lane == 0) {
-      if (partial) out[std::size_t(blockIdx.y) * out_size + o] = acc;
-      else out[o] = Op::finish(acc, count);
+      if (partial) {
+        out[std::size_t(blockIdx.y) * out_size + o] = acc;
+      } else {
+        const T r = Op::finish(acc, count);
+        out[o] = r;
+        check.add(r);
+      }
     }
   }
+  check.flush(flag);
 }
 
 // Reduction whose innermost frame axis is kept (sum(x, axes<0>): a bias gradient). A block takes 32
@@ -166,11 +227,13 @@ __global__ void __launch_bounds__(block_threads) reduce_rows_kernel(const Ev ev,
 // latency. blockIdx.y picks a chunk of the reduced elements when the outputs cannot fill the GPU.
 inline constexpr int cols_per_block = 32;
 inline constexpr int col_row_groups = block_threads / cols_per_block;
-template <class Op, class T, class Ev, class Env, int FR>
+template <class Op, class T, class Ev, class Env, int FR, bool Check = false>
 __global__ void __launch_bounds__(block_threads) reduce_cols_kernel(const Ev ev, const Env env, const reduce_frame f, T* out,
                                                                     std::size_t out_size, std::size_t count,
-                                                                    std::size_t chunk, T identity, bool partial) {
+                                                                    std::size_t chunk, T identity, bool partial,
+                                                                    unsigned* flag) {
   __shared__ T row_group_results[col_row_groups][cols_per_block];
+  nonfinite_check<Check, T> check;
   const int column = int(threadIdx.x) % cols_per_block, row_group = int(threadIdx.x) / cols_per_block;
   const std::size_t r0 = std::size_t(blockIdx.y) * chunk;
   const std::size_t r1 = r0 + chunk < count ? r0 + chunk : count;
@@ -197,24 +260,34 @@ __global__ void __launch_bounds__(block_threads) reduce_cols_kernel(const Ev ev,
     __syncthreads();
     if (row_group == 0 && o < out_size) {
       for (int g = 1; g < col_row_groups; ++g) acc = Op::combine(acc, row_group_results[g][column]);
-      if (partial) out[std::size_t(blockIdx.y) * out_size + o] = acc;
-      else out[o] = Op::finish(acc, count);
+      if (partial) {
+        out[std::size_t(blockIdx.y) * out_size + o] = acc;
+      } else {
+        const T r = Op::finish(acc, count);
+        out[o] = r;
+        check.add(r);
+      }
     }
     __syncthreads();
   }
+  check.flush(flag);
 }
 
 // Combines the chunks' partials in order (deterministic) and applies the op's finish step.
-template <class Op, class T>
+template <class Op, class T, bool Check = false>
 __global__ void __launch_bounds__(block_threads) reduce_finish_kernel(const T* __restrict__ partials, T* out,
                                                                       std::size_t out_size, int chunks,
-                                                                      std::size_t count, T identity) {
+                                                                      std::size_t count, T identity, unsigned* flag) {
+  nonfinite_check<Check, T> check;
   for (std::size_t o = std::size_t(blockIdx.x) * block_threads + threadIdx.x; o < out_size;
        o += std::size_t(gridDim.x) * block_threads) {
     T acc = identity;
     for (int s = 0; s < chunks; ++s) acc = Op::combine(acc, partials[std::size_t(s) * out_size + o]);
-    out[o] = Op::finish(acc, count);
+    const T r = Op::finish(acc, count);
+    out[o] = r;
+    check.add(r);
   }
+  check.flush(flag);
 }
 
 // ---- several outputs over one frame in one pass (a loss and its gradients) -------------------
@@ -253,46 +326,52 @@ constexpr int reduce_count() {
   return (int(M::reduces) + ... + 0);
 }
 
-template <class T, int V, class... M>
+template <class T, int V, bool Check, class... M>
 struct one_pass_step {
   static constexpr int R = reduce_count<M...>();
+  using check_t = nonfinite_check<Check, T>;
   // Every member's values at [i, i + V) are computed before any is stored: an output may overwrite
   // an input that other members read at the same index (an in-place parameter update).
+  // (Maps' stored values feed `check`; reductions are checked by the finishing kernel.)
   template <class Env, std::size_t... K>
   static SYMFLOW_DEVICE void dense(const pack<M...>& m, const Env& env, std::size_t i, reduce_slots<T, R>& acc,
-                                   std::index_sequence<K...>) {
+                                   check_t& check, std::index_sequence<K...>) {
     const auto values = make_pack(get<K>(m).ev.template vec_at<V>(env, i)...);
-    (take_vec<K>(get<K>(m), get<K>(values), i, acc), ...);
+    (take_vec<K>(get<K>(m), get<K>(values), i, acc, check), ...);
   }
   template <class Env, std::size_t... K>
   static SYMFLOW_DEVICE void flat(const pack<M...>& m, const Env& env, std::size_t i, reduce_slots<T, R>& acc,
-                                  std::index_sequence<K...>) {
+                                  check_t& check, std::index_sequence<K...>) {
     const auto values = make_pack(T(get<K>(m).ev.flat(env, i))...);
-    (take_one<K>(get<K>(m), get<K>(values), i, acc), ...);
+    (take_one<K>(get<K>(m), get<K>(values), i, acc, check), ...);
   }
   template <class Env, class Crd, std::size_t... K>
   static SYMFLOW_DEVICE void strided(const pack<M...>& m, const Env& env, const Crd& c, std::size_t i,
-                                     reduce_slots<T, R>& acc, std::index_sequence<K...>) {
+                                     reduce_slots<T, R>& acc, check_t& check, std::index_sequence<K...>) {
     const auto values = make_pack(T(get<K>(m).ev.at(env, c))...);
-    (take_one<K>(get<K>(m), get<K>(values), i, acc), ...);
+    (take_one<K>(get<K>(m), get<K>(values), i, acc, check), ...);
   }
   template <std::size_t K, class Member>
-  static SYMFLOW_DEVICE void take_vec(const Member& member, const vec<T, V>& x, std::size_t i, reduce_slots<T, R>& acc) {
+  static SYMFLOW_DEVICE void take_vec(const Member& member, const vec<T, V>& x, std::size_t i, reduce_slots<T, R>& acc,
+                                      check_t& check) {
     if constexpr (Member::reduces) {
       constexpr int s = slot_of<K, M...>();
 #pragma unroll
       for (int k = 0; k < V; ++k) acc.v[s] = Member::op_type::combine(acc.v[s], x.v[k]);
     } else {
       store_vec<T, V>(member.out + i, x);
+      check.add(x);
     }
   }
   template <std::size_t K, class Member>
-  static SYMFLOW_DEVICE void take_one(const Member& member, T x, std::size_t i, reduce_slots<T, R>& acc) {
+  static SYMFLOW_DEVICE void take_one(const Member& member, T x, std::size_t i, reduce_slots<T, R>& acc,
+                                      check_t& check) {
     if constexpr (Member::reduces) {
       constexpr int s = slot_of<K, M...>();
       acc.v[s] = Member::op_type::combine(acc.v[s], x);
     } else {
       member.out[i] = x;
+      check.add(x);
     }
   }
   // The block's partial of each reduction member, written to partials[slot * gridDim.x + block].
@@ -324,33 +403,39 @@ struct one_pass_step {
 // thread takes V consecutive elements with vector loads; the grid strides over the frame.
 // R (the number of reduction members) is spelled out rather than computed in the parameter types:
 // nvcc copies the spelling of a kernel's parameter types into its host stub.
-template <class T, class Env, int V, int R, class... M>
+template <class T, class Env, int V, int R, bool Check, class... M>
 __global__ void __launch_bounds__(block_threads) one_pass_dense_kernel(const pack<M...> m, const Env env, std::size_t n,
-                                                                       T* partials, const reduce_slots<T, R> identity) {
-  using step = one_pass_step<T, V, M...>;
+                                                                       T* partials, const reduce_slots<T, R> identity,
+                                                                       unsigned* flag) {
+  using step = one_pass_step<T, V, Check, M...>;
   static_assert(step::R == R);
   reduce_slots<T, step::R> acc = identity;
+  typename step::check_t check;
   const std::size_t stride = std::size_t(gridDim.x) * block_threads * V;
   for (std::size_t base = (std::size_t(blockIdx.x) * block_threads + threadIdx.x) * V; base < n; base += stride) {
     if (base + V <= n) {
-      step::dense(m, env, base, acc, std::index_sequence_for<M...>{});
+      step::dense(m, env, base, acc, check, std::index_sequence_for<M...>{});
     } else {
-      for (std::size_t i = base; i < n; ++i) step::flat(m, env, i, acc, std::index_sequence_for<M...>{});
+      for (std::size_t i = base; i < n; ++i) step::flat(m, env, i, acc, check, std::index_sequence_for<M...>{});
     }
   }
+  check.flush(flag);
   if constexpr (step::R > 0) step::block_partials(acc, identity, partials, std::index_sequence_for<M...>{});
 }
 
-template <class T, class Env, class I, int FR, int R, class... M>
+template <class T, class Env, class I, int FR, int R, bool Check, class... M>
 __global__ void __launch_bounds__(block_threads) one_pass_strided_kernel(const pack<M...> m, const Env env,
                                                                          const index_frame<I> f, std::size_t n,
-                                                                         T* partials, const reduce_slots<T, R> identity) {
-  using step = one_pass_step<T, 1, M...>;
+                                                                         T* partials, const reduce_slots<T, R> identity,
+                                                                         unsigned* flag) {
+  using step = one_pass_step<T, 1, Check, M...>;
   static_assert(step::R == R);
   reduce_slots<T, step::R> acc = identity;
+  typename step::check_t check;
   for (std::size_t i = std::size_t(blockIdx.x) * block_threads + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * block_threads)
-    step::strided(m, env, decode<I, FR>(I(i), f), i, acc, std::index_sequence_for<M...>{});
+    step::strided(m, env, decode<I, FR>(I(i), f), i, acc, check, std::index_sequence_for<M...>{});
+  check.flush(flag);
   if constexpr (step::R > 0) step::block_partials(acc, identity, partials, std::index_sequence_for<M...>{});
 }
 
@@ -362,8 +447,8 @@ struct reduce_targets {
   std::size_t count[R > 0 ? R : 1];
   T identity[R > 0 ? R : 1];
 };
-template <class Op, class T, int R>
-SYMFLOW_DEVICE void finish_slot(int s, const T* partials, int blocks, const reduce_targets<T, R>& t) {
+template <class Op, class T, int R, bool Check>
+SYMFLOW_DEVICE void finish_slot(int s, const T* partials, int blocks, const reduce_targets<T, R>& t, unsigned* flag) {
   __shared__ T warp_results[block_threads / 32];
   T acc = t.identity[s];
   for (int j = int(threadIdx.x); j < blocks; j += block_threads) acc = Op::combine(acc, partials[std::size_t(s) * blocks + j]);
@@ -373,18 +458,24 @@ SYMFLOW_DEVICE void finish_slot(int s, const T* partials, int blocks, const redu
   if (threadIdx.x < 32) {
     acc = threadIdx.x < block_threads / 32 ? warp_results[threadIdx.x] : t.identity[s];
     acc = warp_reduce<Op>(acc);
-    if (threadIdx.x == 0) *t.out[s] = Op::finish(acc, t.count[s]);
+    if (threadIdx.x == 0) {
+      const T r = Op::finish(acc, t.count[s]);
+      *t.out[s] = r;
+      if constexpr (Check)
+        if (!(r - r == T(0))) atomicOr(flag, 1u);
+    }
   }
 }
-template <class T, int R, class... Ops, std::size_t... S>
-SYMFLOW_DEVICE void finish_slots(const T* partials, int blocks, const reduce_targets<T, R>& t, std::index_sequence<S...>) {
-  ((blockIdx.x == S ? finish_slot<Ops, T, R>(int(S), partials, blocks, t) : void()), ...);
+template <class T, int R, bool Check, class... Ops, std::size_t... S>
+SYMFLOW_DEVICE void finish_slots(const T* partials, int blocks, const reduce_targets<T, R>& t, unsigned* flag,
+                                 std::index_sequence<S...>) {
+  ((blockIdx.x == S ? finish_slot<Ops, T, R, Check>(int(S), partials, blocks, t, flag) : void()), ...);
 }
-template <class T, int R, class... Ops>
+template <class T, int R, bool Check, class... Ops>
 __global__ void __launch_bounds__(block_threads) one_pass_finish_kernel(const T* __restrict__ partials, int blocks,
-                                                                        const reduce_targets<T, R> t) {
+                                                                        const reduce_targets<T, R> t, unsigned* flag) {
   static_assert(R == int(sizeof...(Ops)));
-  finish_slots<T, R, Ops...>(partials, blocks, t, std::index_sequence_for<Ops...>{});
+  finish_slots<T, R, Check, Ops...>(partials, blocks, t, flag, std::index_sequence_for<Ops...>{});
 }
 
 template <class T>
@@ -427,6 +518,14 @@ void fill(T* out, std::size_t n, T value, cudaStream_t s) {
   if (n == 0) return;
   fill_kernel<canonical_t<T>><<<grid_for(n, block_threads, 65536), block_threads, 0, s>>>(out, n, value);
   SYMFLOW_CUDA_CHECK_LAUNCH("fill_kernel");
+}
+
+// check_numerics of `n` values another path wrote: sets *flag if one is NaN or infinite.
+template <class T>
+void scan_nonfinite(const T* p, std::size_t n, unsigned* flag, cudaStream_t s) {
+  if (n == 0) return;
+  nonfinite_scan_kernel<canonical_t<T>><<<grid_for(n, block_threads * 4, 4096), block_threads, 0, s>>>(p, n, flag);
+  SYMFLOW_CUDA_CHECK_LAUNCH("nonfinite_scan_kernel");
 }
 
 template <class T>

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <symflow/debug/numerics.hpp>
 #include <symflow/expr/reduction.hpp>
 
 #include "fusion_groups.hpp"
@@ -167,11 +168,11 @@ inline int resident_blocks_per_sm(const void* kernel) {
   return cache.back().blocks;
 }
 
-template <class T, int R, class... Ops>
+template <class T, int R, bool Check, class... Ops>
 void launch_one_pass_finish(op_list<Ops...>, const T* partials, int blocks, const dev::reduce_targets<T, R>& targets,
-                            cudaStream_t s) {
-  dev::one_pass_finish_kernel<dev::canonical_t<T>, R, Ops...><<<unsigned(R), dev::block_threads, 0, s>>>(partials, blocks,
-                                                                                                        targets);
+                            cudaStream_t s, unsigned* flag) {
+  dev::one_pass_finish_kernel<dev::canonical_t<T>, R, Check, Ops...><<<unsigned(R), dev::block_threads, 0, s>>>(
+      partials, blocks, targets, flag);
   SYMFLOW_CUDA_CHECK_LAUNCH("one_pass_finish_kernel");
 }
 
@@ -183,9 +184,11 @@ std::string one_pass_member_text(const Ev& ev) {
 
 // Runs the members (elementwise outputs and full reductions over frame `f`) as one kernel writing
 // `outs[k]` for member k (dense), plus one kernel finishing the reductions. (Members come as a tuple:
-// nvcc mis-expands a parameter pack captured by nested lambdas.)
-template <class T, class Ctx, class... Ev>
-void run_one_pass(Ctx& ctx, group_frame f, const std::array<T*, sizeof...(Ev)>& outs, std::tuple<Ev&...> evs) {
+// nvcc mis-expands a parameter pack captured by nested lambdas.) Check: the kernels also set *flag
+// when a value they write is NaN or infinite (check_numerics).
+template <bool Check, class T, class Ctx, class... Ev>
+void run_one_pass(Ctx& ctx, group_frame f, const std::array<T*, sizeof...(Ev)>& outs, std::tuple<Ev&...> evs,
+                  unsigned* flag) {
   constexpr int R = (int(is_full_reduction_v<Ev>) + ... + 0);
   constexpr int FR = std::max({1, int(std::remove_cvref_t<decltype(one_pass_operand(std::declval<Ev&>()))>::rank)...});
   const cudaStream_t s = ctx.stream;
@@ -197,8 +200,10 @@ void run_one_pass(Ctx& ctx, group_frame f, const std::array<T*, sizeof...(Ev)>& 
   if (n == 0) {
     each([&](auto k, auto& ev) {
       using E = std::remove_cvref_t<decltype(ev)>;
-      if constexpr (is_full_reduction_v<E>)
+      if constexpr (is_full_reduction_v<E>) {
         dev::fill(outs[k], 1, T(E::Op::finish(E::Op::template identity<T>(), ev.reduced_count)), s);
+        if constexpr (Check) dev::scan_nonfinite(outs[k], 1, flag, s);
+      }
     });
     return;
   }
@@ -259,10 +264,10 @@ void run_one_pass(Ctx& ctx, group_frame f, const std::array<T*, sizeof...(Ev)>& 
   // As many blocks as the GPU holds at once for this kernel (its registers decide): one wave. A
   // fixed 8 blocks per SM would run a kernel that fits 6 in 1.33 waves, the last third alone.
   const void* kernel = [&]<class... M>(const dev::pack<M...>&) -> const void* {
-    if (dense) return reinterpret_cast<const void*>(&dev::one_pass_dense_kernel<U, env_t, V, R, M...>);
+    if (dense) return reinterpret_cast<const void*>(&dev::one_pass_dense_kernel<U, env_t, V, R, Check, M...>);
     if (n <= std::size_t(UINT32_MAX))
-      return reinterpret_cast<const void*>(&dev::one_pass_strided_kernel<U, env_t, std::uint32_t, FR, R, M...>);
-    return reinterpret_cast<const void*>(&dev::one_pass_strided_kernel<U, env_t, std::uint64_t, FR, R, M...>);
+      return reinterpret_cast<const void*>(&dev::one_pass_strided_kernel<U, env_t, std::uint32_t, FR, R, Check, M...>);
+    return reinterpret_cast<const void*>(&dev::one_pass_strided_kernel<U, env_t, std::uint64_t, FR, R, Check, M...>);
   }(members);
   const std::size_t resident = std::size_t(sm_count()) * std::size_t(resident_blocks_per_sm(kernel));
   const unsigned blocks =
@@ -295,21 +300,34 @@ void run_one_pass(Ctx& ctx, group_frame f, const std::array<T*, sizeof...(Ev)>& 
     each([&](auto k, auto& ev) { text += std::string("; #") + std::to_string(k.value + 1) + " " + one_pass_member_text(ev); });
     return text;
   });
+  const profile_region timed(s, [&] {
+    std::string text = std::string(dense ? "one_pass_dense_kernel" : "one_pass_strided_kernel") +
+                       (R > 0 ? " + one_pass_finish_kernel" : "") + (Check ? " (checked)" : "") + ": " +
+                       std::to_string(sizeof...(Ev)) + " outputs over " + std::string(dtype_name(dtype_v<T>)) + "[";
+    for (std::size_t a = 0; a < f.rank; ++a) {
+      if (a) text += ',';
+      text += std::to_string(f.extents[a]);
+    }
+    text += "]";
+    each([&](auto k, auto& ev) { text += std::string("; #") + std::to_string(k.value + 1) + " " + one_pass_member_text(ev); });
+    return text;
+  });
   [&]<class... M>(const dev::pack<M...>& m) {
     if (dense) {
-      dev::one_pass_dense_kernel<U, env_t, V, R, M...><<<blocks, dev::block_threads, 0, s>>>(m, env, n, partials, identity);
+      dev::one_pass_dense_kernel<U, env_t, V, R, Check, M...>
+          <<<blocks, dev::block_threads, 0, s>>>(m, env, n, partials, identity, flag);
       SYMFLOW_CUDA_CHECK_LAUNCH("one_pass_dense_kernel");
     } else if (n <= std::size_t(UINT32_MAX)) {
       dev::index_frame<std::uint32_t> fi{int(f.rank), {}};
       for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = std::uint32_t(f.extents[a]);
-      dev::one_pass_strided_kernel<U, env_t, std::uint32_t, FR, R, M...>
-          <<<blocks, dev::block_threads, 0, s>>>(m, env, fi, n, partials, identity);
+      dev::one_pass_strided_kernel<U, env_t, std::uint32_t, FR, R, Check, M...>
+          <<<blocks, dev::block_threads, 0, s>>>(m, env, fi, n, partials, identity, flag);
       SYMFLOW_CUDA_CHECK_LAUNCH("one_pass_strided_kernel");
     } else {
       dev::index_frame<std::uint64_t> fi{int(f.rank), {}};
       for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = f.extents[a];
-      dev::one_pass_strided_kernel<U, env_t, std::uint64_t, FR, R, M...>
-          <<<blocks, dev::block_threads, 0, s>>>(m, env, fi, n, partials, identity);
+      dev::one_pass_strided_kernel<U, env_t, std::uint64_t, FR, R, Check, M...>
+          <<<blocks, dev::block_threads, 0, s>>>(m, env, fi, n, partials, identity, flag);
       SYMFLOW_CUDA_CHECK_LAUNCH("one_pass_strided_kernel");
     }
   }(members);
@@ -323,8 +341,7 @@ void run_one_pass(Ctx& ctx, group_frame f, const std::array<T*, sizeof...(Ev)>& 
       });
       return text;
     });
-    launch_one_pass_finish<U, R>(reduce_ops_t<Ev...>{}, partials, int(blocks),
-                                 targets, s);
+    launch_one_pass_finish<U, R, Check>(reduce_ops_t<Ev...>{}, partials, int(blocks), targets, s, flag);
   }
 }
 
@@ -371,18 +388,82 @@ template <class Ev, class Ctx>
 inline constexpr bool has_compute_into =
     requires(Ev& e, Ctx& c, typename Ev::value_type* p) { e.compute_into(p, c); };
 
+template <class Ev>
+inline constexpr bool is_reduction_eval_v = false;
+template <class Node, class C>
+inline constexpr bool is_reduction_eval_v<reduction_eval<Node, C>> = true;
+
+// check_numerics on the GPU: SYMFLOW_CUDA_FUSED_NUMERICS_CHECK=0 at compile time leaves the checked
+// kernel instantiations out (less nvcc time); outputs are then scanned by a kernel of their own.
+#ifndef SYMFLOW_CUDA_FUSED_NUMERICS_CHECK
+#define SYMFLOW_CUDA_FUSED_NUMERICS_CHECK 1
+#endif
+inline constexpr bool fused_numerics_check = SYMFLOW_CUDA_FUSED_NUMERICS_CHECK != 0;
+
+// Computes one output. With `flag` (check_numerics on, floating-point output) the kernel that writes
+// it also sets *flag on a NaN or infinity: maps and reductions check what they store at no extra
+// pass; outputs written by other paths (cuBLAS, kernel ops) are scanned after they are written.
 template <class Ev, class Ctx, class T>
-void compute_root(Ev& ev, Ctx& ctx, T* out) {
+void compute_root(Ev& ev, Ctx& ctx, T* out, unsigned* flag = nullptr) {
+  constexpr bool checkable = std::is_floating_point_v<T>;
+  if constexpr (checkable && fused_numerics_check && is_reduction_eval_v<Ev>) {
+    if (flag) {
+      ev.operand.prepare(ctx);
+      run_reduce_checked<true, typename Ev::Op, T>(ev.operand, ctx, Ev::node_type::mask, out,
+                                                   element_count<Ev::rank>(ev.extents), ev.reduced_count, ev.source,
+                                                   flag);
+      return;
+    }
+  } else if constexpr (checkable && fused_numerics_check && !has_compute_into<Ev, Ctx>) {
+    if (flag) {
+      run_map_checked<true>(ev, ctx, out, flag);
+      return;
+    }
+  }
   if constexpr (requires { ev.compute_into(out, ctx); }) ev.compute_into(out, ctx);
   else run_map(ev, ctx, out);
+  if constexpr (checkable)
+    if (flag) {
+      const profile_region timed(ctx.stream, [&] { return std::string("nonfinite_scan_kernel (check_numerics)"); });
+      dev::scan_nonfinite(out, element_count<Ev::rank>(ev.extents), flag, ctx.stream);
+    }
+}
+
+// The device flag check_numerics' kernels set, for one evaluation: null when the switch is off,
+// when no output is floating-point, or while the stream is being captured into a CUDA graph (reading
+// the flag back would synchronise; a captured evaluation is not checked).
+template <class... Ev, class Ctx>
+unsigned* numerics_flag_for(Ctx& ctx) {
+  if constexpr (!(std::is_floating_point_v<typename Ev::value_type> || ...)) {
+    return nullptr;
+  } else {
+    if (!check_numerics_enabled()) return nullptr;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    SYMFLOW_CUDA_CHECK(cudaStreamIsCapturing(ctx.stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) return nullptr;
+    unsigned* flag = ctx.template allocate<unsigned>(1);
+    SYMFLOW_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(unsigned), ctx.stream));
+    return flag;
+  }
+}
+// The one device-to-host read of check_numerics: waits for the evaluation.
+inline bool numerics_flag_clear(const unsigned* flag, cudaStream_t s) {
+  if (!flag) return true;
+  unsigned h = 0;
+  SYMFLOW_CUDA_CHECK(cudaMemcpyAsync(&h, flag, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+  SYMFLOW_CUDA_CHECK(cudaStreamSynchronize(s));
+  return h == 0;
 }
 
 // Evaluates every expression's evaluator into its output (`outs[i]`: dense memory of the output's
-// extents). Shared work runs once; see the top of this file.
+// extents). Shared work runs once; see the top of this file. Returns false when check_numerics is on
+// and a floating-point output holds NaN or infinities (then it has waited for the evaluation);
+// otherwise it returns without waiting.
 template <class Exprs, class... Ev, class Ctx>
-void compute_outputs(std::tuple<Ev...>& evs, Ctx& ctx, const std::array<void*, sizeof...(Ev)>& outs) {
+bool compute_outputs(std::tuple<Ev...>& evs, Ctx& ctx, const std::array<void*, sizeof...(Ev)>& outs) {
   constexpr std::size_t N = sizeof...(Ev);
   using plan = one_pass_plan<Exprs, Ev...>;
+  unsigned* const numerics_flag = numerics_flag_for<Ev...>(ctx);
   // 1. Everything materialised, for all outputs, before any output is written.
   std::apply([&](auto&... ev) { (prepare_root(ev, ctx), ...); }, evs);
 
@@ -450,7 +531,20 @@ void compute_outputs(std::tuple<Ev...>& evs, Ctx& ctx, const std::array<void*, s
       [&]<std::size_t... K>(std::index_sequence<K...>) {
         const group_frame f = loop_frame(std::get<plan::members[0]>(evs));
         const std::array<T*, plan::size> group_outs{static_cast<T*>(targets[plan::members[K]])...};
-        run_one_pass<T>(ctx, f, group_outs, std::tie(std::get<plan::members[K]>(evs)...));
+        if constexpr (fused_numerics_check) {
+          if (numerics_flag) {
+            run_one_pass<true, T>(ctx, f, group_outs, std::tie(std::get<plan::members[K]>(evs)...), numerics_flag);
+            return;
+          }
+        }
+        run_one_pass<false, T>(ctx, f, group_outs, std::tie(std::get<plan::members[K]>(evs)...), nullptr);
+        if constexpr (!fused_numerics_check) {
+          if (numerics_flag)
+            for (std::size_t k = 0; k < plan::size; ++k) {
+              const std::size_t i = plan::members[k];
+              dev::scan_nonfinite(group_outs[k], memory[i].bytes / sizeof(T), numerics_flag, ctx.stream);
+            }
+        }
       }(std::make_index_sequence<plan::size>{});
     }
   };
@@ -460,7 +554,7 @@ void compute_outputs(std::tuple<Ev...>& evs, Ctx& ctx, const std::array<void*, s
       return;
     }
     using T = typename std::remove_cvref_t<decltype(ev)>::value_type;
-    compute_root(ev, ctx, static_cast<T*>(targets[i]));
+    compute_root(ev, ctx, static_cast<T*>(targets[i]), numerics_flag);
   };
   std::apply(
       [&](auto&... ev) {
@@ -471,6 +565,7 @@ void compute_outputs(std::tuple<Ev...>& evs, Ctx& ctx, const std::array<void*, s
   for (std::size_t i = 0; i < N; ++i)
     if (targets[i] != outs[i])
       SYMFLOW_CUDA_CHECK(cudaMemcpyAsync(outs[i], targets[i], memory[i].bytes, cudaMemcpyDeviceToDevice, ctx.stream));
+  return numerics_flag_clear(numerics_flag, ctx.stream);
 }
 
 }  // namespace detail

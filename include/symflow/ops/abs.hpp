@@ -1,9 +1,11 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
@@ -13,6 +15,7 @@ struct abs_op : same_dtype_result {
   SYMFLOW_HD static T apply(T x) {
     return x < T(0) ? -x : x;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& x) {
     return simd::pm::pabs(x);
@@ -22,8 +25,10 @@ struct abs_op : same_dtype_result {
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
     return std::tuple{g * sign(x)};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 // Results of abs are >= 0 (used by domain-restricted rewrites such as exp(log x) -> x).
 template <class... A>
@@ -33,4 +38,5 @@ template <expression X>
 auto abs(const X& x, std::source_location where = std::source_location::current()) {
   return make_unary<ops::abs_op>(x, where);
 }
+#endif
 }  // namespace symflow

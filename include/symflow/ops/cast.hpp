@@ -1,11 +1,14 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include "../expr/elementwise.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
 template <class To>
 struct cast_op {
   static constexpr std::string_view name = "cast";
+#ifndef SYMFLOW_SCALAR_ONLY
   // Attributes for the graph value (graph/).
   template <class V>
   static void visit_attributes(V&& v) {
@@ -30,10 +33,12 @@ struct cast_op {
   using result_type = To;
   template <class From>
   static constexpr bool accepts = is_supported_dtype_v<From> && is_supported_dtype_v<To>;
+#endif
   template <class From>
   SYMFLOW_HD static To apply(From x) {
     return static_cast<To>(x);
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   // Forward mode: the tangent is cast like the value.
   template <class Y, class TX, class X>
   static auto tangent(const Y&, const TX& tx, const X&) {
@@ -49,11 +54,14 @@ struct cast_op {
     else
       return std::tuple{no_gradient{}};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 template <class To, expression X>
 auto cast(const X& x, std::source_location where = std::source_location::current()) {
   return make_unary<ops::cast_op<To>>(x, where);
 }
+#endif
 }  // namespace symflow

@@ -1,21 +1,28 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
+#ifndef SYMFLOW_SCALAR_ONLY
 struct log_op;
+#endif
 struct exp_op : floating_result {
   static constexpr std::string_view name = "exp";
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     return std::exp(x);
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& x) {
     // Eigen 3.4's double pexp clamps its argument and never reaches 0 (exp(-2000) gave 5.6e-309).
@@ -40,8 +47,10 @@ struct exp_op : floating_result {
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
     return std::tuple{g * y};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 // Results of exp are >= 0 (used by domain-restricted rewrites such as exp(log x) -> x).
 template <class... A>
@@ -51,4 +60,5 @@ template <expression X>
 auto exp(const X& x, std::source_location where = std::source_location::current()) {
   return make_unary<ops::exp_op>(x, where);
 }
+#endif
 }  // namespace symflow

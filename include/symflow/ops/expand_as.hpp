@@ -1,5 +1,7 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include "../expr/elementwise.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
@@ -8,16 +10,19 @@ namespace ops {
 // evaluator does not even compute them). Gradients use it to give a result its leaf's shape.
 struct expand_as_op {
   static constexpr std::string_view name = "expand_as";
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class A, class B>
   using result_type = A;
   template <class A, class B>
   static constexpr bool accepts = true;
   template <std::size_t I>
   static constexpr bool reads_operand = I == 0;
+#endif
   template <class T, class U>
   SYMFLOW_HD static T apply(T a, U) {
     return a;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& a, const P&) {
     return a;
@@ -30,11 +35,14 @@ struct expand_as_op {
   static auto gradient(const G& g, const Y&, const A&, const B&) {
     return std::tuple{sum_to<shape_of<A>>(g), no_gradient{}};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression A, expression B>
 auto expand_as(const A& a, const B& like, std::source_location where = std::source_location::current()) {
   return make_elementwise(ops::expand_as_op{}, where, a, like);
 }
+#endif
 }  // namespace symflow

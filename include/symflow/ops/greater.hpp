@@ -1,18 +1,23 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
 struct greater_op : mask_result {
+#ifndef SYMFLOW_SCALAR_ONLY
   static constexpr bool is_comparison = true;
+#endif
   static constexpr std::string_view name = "greater";
   template <class T>
   SYMFLOW_HD static auto apply(T a, T b) {
     return a > b;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
 
   // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
   template <class G, class Y, class A, class B>
@@ -20,12 +25,15 @@ struct greater_op : mask_result {
                        [[maybe_unused]] const B& b) {
     return std::tuple{no_gradient{}, no_gradient{}};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 template <class A, class B>
   requires binary_operands<A, B>
 auto operator>(const A& a, const B& b) {
   return make_binary<ops::greater_op>(a, b);
 }
+#endif
 }  // namespace symflow

@@ -1,8 +1,10 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
@@ -12,6 +14,7 @@ struct minimum_op : same_dtype_result {
   SYMFLOW_HD static auto apply(T a, T b) {
     return a <= b ? a : b;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& a, const P& b) {
     return simd::pm::pmin(a, b);
@@ -22,12 +25,15 @@ struct minimum_op : same_dtype_result {
                        [[maybe_unused]] const B& b) {
     return std::tuple{where(a <= b, g, zero<value_type_of<G>>{}), where(a <= b, zero<value_type_of<G>>{}, g)};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 template <class A, class B>
   requires binary_operands<A, B>
 auto minimum(const A& a, const B& b, std::source_location where = std::source_location::current()) {
   return make_binary<ops::minimum_op>(a, b, where);
 }
+#endif
 }  // namespace symflow

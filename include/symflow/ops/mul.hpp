@@ -1,9 +1,11 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
@@ -13,6 +15,7 @@ struct mul_op : same_dtype_result {
   SYMFLOW_HD static auto apply(T a, T b) {
     return a * b;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& a, const P& b) {
     return simd::pm::pmul(a, b);
@@ -34,12 +37,15 @@ struct mul_op : same_dtype_result {
                        [[maybe_unused]] const B& b) {
     return std::tuple{g * b, g * a};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 template <class A, class B>
   requires binary_operands<A, B>
 auto operator*(const A& a, const B& b) {
   return make_binary<ops::mul_op>(a, b);
 }
+#endif
 }  // namespace symflow

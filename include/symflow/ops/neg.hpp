@@ -1,9 +1,11 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
@@ -13,6 +15,7 @@ struct neg_op : same_dtype_result {
   SYMFLOW_HD static T apply(T x) {
     return -x;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& x) {
     return simd::pm::pnegate(x);
@@ -30,18 +33,23 @@ struct neg_op : same_dtype_result {
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
     return std::tuple{-g};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
 auto neg(const X& x, std::source_location where = std::source_location::current()) {
   return make_unary<ops::neg_op>(x, where);
 }
+#endif
 }  // namespace symflow
 
 namespace symflow {
+#ifndef SYMFLOW_SCALAR_ONLY
 template <expression X>
 auto operator-(const X& x) {
   return make_unary<ops::neg_op>(x, std::source_location{});
 }
+#endif
 }  // namespace symflow

@@ -1,18 +1,23 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
 struct not_equal_op : mask_result {
+#ifndef SYMFLOW_SCALAR_ONLY
   static constexpr bool is_comparison = true;
+#endif
   static constexpr std::string_view name = "not_equal";
   template <class T>
   SYMFLOW_HD static auto apply(T a, T b) {
     return a != b;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
 
   // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
   template <class G, class Y, class A, class B>
@@ -20,12 +25,15 @@ struct not_equal_op : mask_result {
                        [[maybe_unused]] const B& b) {
     return std::tuple{no_gradient{}, no_gradient{}};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 template <class A, class B>
   requires binary_operands<A, B>
 auto not_equal(const A& a, const B& b, std::source_location where = std::source_location::current()) {
   return make_binary<ops::not_equal_op>(a, b, where);
 }
+#endif
 }  // namespace symflow

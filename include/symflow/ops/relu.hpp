@@ -1,9 +1,11 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
@@ -13,6 +15,7 @@ struct relu_op : same_dtype_result {
   SYMFLOW_HD static T apply(T x) {
     return x > T(0) ? x : T(0);
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& x) {
     return simd::pm::pmax(x, simd::pm::pzero(x));
@@ -22,8 +25,10 @@ struct relu_op : same_dtype_result {
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
     return std::tuple{where(x > 0, g, zero<value_type_of<G>>{})};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 // Results of relu are >= 0 (used by domain-restricted rewrites such as exp(log x) -> x).
 template <class... A>
@@ -33,4 +38,5 @@ template <expression X>
 auto relu(const X& x, std::source_location where = std::source_location::current()) {
   return make_unary<ops::relu_op>(x, where);
 }
+#endif
 }  // namespace symflow

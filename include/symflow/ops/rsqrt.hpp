@@ -1,19 +1,24 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
 struct rsqrt_op : floating_result {
   static constexpr std::string_view name = "rsqrt";
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     return T(1) / std::sqrt(x);
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& x) {
     return simd::pm::prsqrt(x);
@@ -23,11 +28,14 @@ struct rsqrt_op : floating_result {
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
     return std::tuple{g * -0.5 * y * y * y};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
 auto rsqrt(const X& x, std::source_location where = std::source_location::current()) {
   return make_unary<ops::rsqrt_op>(x, where);
 }
+#endif
 }  // namespace symflow

@@ -1,8 +1,10 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
@@ -12,17 +14,21 @@ struct sign_op : same_dtype_result {
   SYMFLOW_HD static T apply(T x) {
     return T((x > T(0)) - (x < T(0)));
   }
+#ifndef SYMFLOW_SCALAR_ONLY
 
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
     return std::tuple{zero<value_type_of<G>>{}};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
 auto sign(const X& x, std::source_location where = std::source_location::current()) {
   return make_unary<ops::sign_op>(x, where);
 }
+#endif
 }  // namespace symflow

@@ -1,20 +1,25 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
 struct softplus_op : floating_result {
   static constexpr std::string_view name = "softplus";
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     return std::max(x, T(0)) + std::log1p(std::exp(-std::abs(x)));
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   // Eigen 3.4 vectorizes this function for float only.
   template <class T>
   static constexpr bool packet_dtype_ok = std::is_same_v<T, float>;
@@ -27,8 +32,10 @@ struct softplus_op : floating_result {
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
     return std::tuple{g * sigmoid(x)};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 // Results of softplus are >= 0 (used by domain-restricted rewrites such as exp(log x) -> x).
 template <class... A>
@@ -38,4 +45,5 @@ template <expression X>
 auto softplus(const X& x, std::source_location where = std::source_location::current()) {
   return make_unary<ops::softplus_op>(x, where);
 }
+#endif
 }  // namespace symflow

@@ -1,20 +1,25 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
 struct sqrt_op : floating_result {
   static constexpr std::string_view name = "sqrt";
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     return std::sqrt(x);
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& x) {
     return simd::pm::psqrt(x);
@@ -24,8 +29,10 @@ struct sqrt_op : floating_result {
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
     return std::tuple{g * 0.5 / y};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 // Results of sqrt are >= 0 (used by domain-restricted rewrites such as exp(log x) -> x).
 template <class... A>
@@ -35,4 +42,5 @@ template <expression X>
 auto sqrt(const X& x, std::source_location where = std::source_location::current()) {
   return make_unary<ops::sqrt_op>(x, where);
 }
+#endif
 }  // namespace symflow

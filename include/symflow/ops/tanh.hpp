@@ -1,19 +1,24 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
 struct tanh_op : floating_result {
   static constexpr std::string_view name = "tanh";
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     return std::tanh(x);
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   // Eigen 3.4 vectorizes this function for float only.
   template <class T>
   static constexpr bool packet_dtype_ok = std::is_same_v<T, float>;
@@ -26,11 +31,14 @@ struct tanh_op : floating_result {
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
     return std::tuple{g * (1 - y * y)};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
 auto tanh(const X& x, std::source_location where = std::source_location::current()) {
   return make_unary<ops::tanh_op>(x, where);
 }
+#endif
 }  // namespace symflow

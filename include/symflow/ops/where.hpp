@@ -1,19 +1,24 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include "../expr/elementwise.hpp"
 #include "../expr/rewrite.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
 struct where_op {
   static constexpr std::string_view name = "where";
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class M, class T, class U>
   using result_type = T;
   template <class M, class T, class U>
   static constexpr bool accepts = std::is_same_v<M, bool> && std::is_same_v<T, U>;
+#endif
   template <class T>
   SYMFLOW_HD static T apply(bool mask, T a, T b) {
     return mask ? a : b;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   // where(m, 0, 0) -> 0.
   template <class M, class A, class B>
   static auto simplify(const M&, const A& a, const B&) {
@@ -26,8 +31,10 @@ struct where_op {
     using T = value_type_of<G>;
     return std::tuple{no_gradient{}, where(mask, g, zero<T>{}), where(mask, zero<T>{}, g)};
   }
+#endif
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 // where(mask, a, b): a where mask is true, else b. Either branch may be a plain scalar.
 template <expression M, class A, class B>
@@ -40,4 +47,5 @@ auto where(const M& mask, const A& a, const B& b, std::source_location at = std:
   else
     static_assert(expression<A> || expression<B>, "symflow: where needs at least one expression branch");
 }
+#endif
 }  // namespace symflow

@@ -6,7 +6,11 @@
 // reductions, views and kernels (Eigen GEMM for matmul) run between the groups. Only what the outputs
 // need is computed, and intermediates are freed after their last use.
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -22,6 +26,7 @@
 #include "../../debug/placement_log.hpp"
 #include "../../debug/trace.hpp"
 #include "op_table.hpp"
+#include "plan.hpp"
 #include "run_options.hpp"
 #include "value.hpp"
 
@@ -63,6 +68,32 @@ inline void copy_strided(const char* src, const runtime_layout& l, char* dst, st
       index[i] = 0;
     }
   }
+}
+
+// Streaming (non-temporal) stores, as compiled run_map uses them for large outputs: whether this
+// target has them for the float packet, and a copy of `bytes` from a tile buffer to `dst` with them
+// where dst is packet-aligned (ordinary stores for the unaligned head and the tail). Plain moves, so
+// any dtype's bits are copied unchanged. The caller fences (cpu::detail::stream_fence) before the
+// values are read by another thread.
+using stream_packet = simd::packet_t<float>;
+inline constexpr bool can_stream =
+    decltype(cpu::detail::stream_store(std::declval<float*>(), std::declval<const stream_packet&>()))::value;
+
+inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  if constexpr (can_stream) {
+    constexpr std::size_t w = sizeof(stream_packet);
+    const std::size_t head = std::min(bytes, (w - reinterpret_cast<std::uintptr_t>(d) % w) % w);
+    std::memcpy(d, s, head);
+    d += head;
+    s += head;
+    bytes -= head;
+    for (; bytes >= w; d += w, s += w, bytes -= w)
+      cpu::detail::stream_store(reinterpret_cast<float*>(d),
+                                simd::pm::ploadu<stream_packet>(reinterpret_cast<const float*>(s)));
+  }
+  std::memcpy(d, s, bytes);
 }
 
 inline bool is_contiguous(const runtime_layout& l) {
@@ -117,10 +148,7 @@ class interpreter {
  private:
   using slot = runtime_detail::slot;
 
-  struct group {
-    std::vector<std::uint32_t> members;  // value ids, ascending
-    runtime_extents extents;
-  };
+  using group = fusion_group;
 
   struct run_state {
     const interpreter& self;
@@ -133,6 +161,7 @@ class interpreter {
     std::vector<std::optional<elementwise_kernel>> kernels;
     std::vector<int> group_of;  // per value id; -1 outside any group
     std::vector<group> groups;
+    value_types types;
     std::vector<std::size_t> uses;  // consumers (units) still to run, plus output references
     interpreter_stats stats;
     value_trace trace;
@@ -207,32 +236,19 @@ class interpreter {
       }
     }
 
-    // Extents and dtypes of every node from its operands', checked against the graph's types.
+    // Extents and dtypes of every node from its operands', checked against the graph's types
+    // (plan.hpp, shared with the GPU graph runner).
     void infer_types() {
-      for (std::uint32_t id = std::uint32_t(first_node); id < values.size(); ++id) {
-        const auto& n = node(id);
-        slot& v = values[id];
-        std::vector<dtype> in_types;
-        std::vector<runtime_extents> in_extents;
-        for (auto i : n.inputs) {
-          in_types.push_back(values[i].type);
-          in_extents.push_back(values[i].extents);
-        }
-        if (n.op == "literal") {
-          v.type = n.type.type;
-          v.extents = {};
-        } else {
-          auto t = infer_node_type(*find_runtime_op(n.op), node_attributes(n), in_types, in_extents, who(id));
-          v.type = t.type;
-          v.extents = std::move(t.extents);
-          kernels[id] = t.kernel;
-        }
-        bool ok = v.type == n.type.type && v.extents.size() == n.type.shape.size();
-        for (std::size_t i = 0; ok && i < v.extents.size(); ++i)
-          ok = n.type.shape[i] < 0 || std::size_t(n.type.shape[i]) == v.extents[i];
-        if (!ok)
-          throw shape_error(who(id) + ": computes " + std::string(dtype_name(v.type)) + format_extents(v.extents) +
-                            " from operands " + operand_types(n) + ", the graph says " + graph_type_string(n.type));
+      types = value_types(values.size());
+      for (std::size_t id = 0; id < first_node; ++id) {
+        types.type[id] = values[id].type;
+        types.extents[id] = values[id].extents;
+      }
+      infer_node_types(g, types);
+      for (std::size_t id = first_node; id < values.size(); ++id) {
+        values[id].type = types.type[id];
+        values[id].extents = types.extents[id];
+        kernels[id] = types.kernel[id];
       }
     }
 
@@ -241,87 +257,11 @@ class interpreter {
       return reduced_axes_mask(who(id), node_attributes(n), values[n.inputs.at(0)].extents.size());
     }
 
-    std::string operand_types(const graph_node& n) const {
-      std::string s;
-      for (auto i : n.inputs)
-        s += (s.empty() ? "" : ", ") + std::string(dtype_name(values[i].type)) + format_extents(values[i].extents);
-      return "(" + s + ")";
-    }
-
-    bool fusible(std::uint32_t id) const { return is_node(id) && kernels[id].has_value(); }
-
-    // Does value `from` depend on a member of group `gi`? A value in another group waits for
-    // everything that group reads, so the search goes through all its members (and so node ids
-    // give no bound: an early node's group may hold later ones).
-    bool depends_on_group(std::uint32_t from, int gi) const {
-      std::vector<std::uint32_t> stack{from};
-      std::set<std::uint32_t> seen;
-      std::set<int> expanded;
-      while (!stack.empty()) {
-        const auto v = stack.back();
-        stack.pop_back();
-        if (!is_node(v) || !seen.insert(v).second) continue;
-        if (group_of[v] == gi) return true;
-        if (group_of[v] >= 0 && expanded.insert(group_of[v]).second)
-          for (auto m : groups[std::size_t(group_of[v])].members) stack.push_back(m);
-        for (auto i : node(v).inputs) stack.push_back(i);
-      }
-      return false;
-    }
-
-    // Joins elementwise nodes into the groups of their elementwise operands of equal extents,
-    // unless a group would then read a value that itself depends on the group.
+    // Elementwise nodes of equal extents joined into groups (plan.hpp, shared with the GPU runner).
     void plan_groups() {
-      for (std::uint32_t id = std::uint32_t(first_node); id < values.size(); ++id) {
-        if (!fusible(id)) continue;
-        std::vector<int> candidates;
-        if (self.options_.fuse)
-          for (auto i : node(id).inputs)
-            if (fusible(i) && group_of[i] >= 0 && values[i].extents == values[id].extents &&
-                std::find(candidates.begin(), candidates.end(), group_of[i]) == candidates.end())
-              candidates.push_back(group_of[i]);
-        int target = -1;
-        for (int c : candidates) {
-          if (target < 0) {
-            if (can_join(id, c)) target = c;
-          } else if (can_merge(target, c, id)) {
-            merge(target, c);
-          }
-        }
-        if (target < 0) {
-          target = int(groups.size());
-          groups.push_back(group{{}, values[id].extents});
-        }
-        groups[target].members.push_back(id);
-        group_of[id] = target;
-      }
-      for (auto& gr : groups) std::sort(gr.members.begin(), gr.members.end());
-    }
-    bool can_join(std::uint32_t id, int gi) const {
-      for (auto i : node(id).inputs)
-        if (group_of[i] != gi && depends_on_group(i, gi)) return false;
-      return true;
-    }
-    // Merging group b (and node id) into a: neither may read a value depending on the other.
-    bool can_merge(int a, int b, std::uint32_t id) const {
-      auto externals_clear = [&](int reader, int other) {
-        for (auto m : groups[reader].members)
-          for (auto i : node(m).inputs)
-            if (group_of[i] != reader && group_of[i] != other && depends_on_group(i, other)) return false;
-        return true;
-      };
-      if (!externals_clear(a, b) || !externals_clear(b, a)) return false;
-      for (auto i : node(id).inputs)
-        if (group_of[i] != a && group_of[i] != b && (depends_on_group(i, b) || depends_on_group(i, a))) return false;
-      return true;
-    }
-    void merge(int into, int from) {
-      for (auto m : groups[from].members) {
-        group_of[m] = into;
-        groups[into].members.push_back(m);
-      }
-      groups[from].members.clear();
-      std::sort(groups[into].members.begin(), groups[into].members.end());
+      auto plan = plan_fusion_groups(g, types, self.options_.fuse);
+      group_of = std::move(plan.group_of);
+      groups = std::move(plan.groups);
     }
 
     // Which values are read from memory by another unit (or are outputs): those are stored.
@@ -451,8 +391,9 @@ class interpreter {
       }
     }
 
-    // One pass over the group's extents: per tile, each member's SIMD loop in order; stored members
-    // write straight into their own storage, the others into per-thread tile buffers.
+    // One pass over the group's extents: per tile, each member's SIMD loop in order; unstored members
+    // live in per-thread tile buffers (reused like registers), stored ones are written to their
+    // storage (large ones with streaming stores).
     void run_group(int gi) {
       group& gr = groups[gi];
       const auto& members = gr.members;
@@ -509,27 +450,93 @@ class interpreter {
       // (or in the row's scalar tail), as in a single-threaded pass: each element is then computed
       // the same way, packet or scalar, whatever the thread count, so results do not depend on it.
       constexpr std::size_t packet_grid = 16;
-      const std::size_t tile = (std::max<std::size_t>(packet_grid, self.options_.tile_elements) + packet_grid - 1) /
+      std::size_t tile_wanted = self.options_.tile_elements;
+      if (tile_wanted == 0) {  // automatic: small tiles for passes that stream from memory
+        std::size_t bytes = 0;
+        for (auto x : externals)
+          if (element_count(values[x].extents) > 1) bytes += element_count(values[x].extents) * dtype_size(values[x].type);
+        for (std::size_t k = 0; k < members.size(); ++k)
+          if (stored[k]) bytes += element_count(values[members[k]].extents) * dtype_size(values[members[k]].type);
+        tile_wanted = bytes >= (std::size_t(2) << 20) ? 128 : 512;
+      }
+      const std::size_t tile = (std::max<std::size_t>(packet_grid, tile_wanted) + packet_grid - 1) /
                                packet_grid * packet_grid;
 
-      // Where each member's operands come from: an external (index) or a member (index).
-      struct operand_ref {
-        bool external;
-        std::size_t index;
+      // The group as a program, built once per run: step k runs member k's kernel with operands
+      // read through a pointer table (externals first, then members) and its result in a tile
+      // buffer or in its storage. Tile buffers are assigned like registers: a buffer is reused once
+      // the last step reading its member has run, so the working set is the values live at once
+      // (W2, 9 members: 3 buffers), not one buffer per member. A stored member of at least
+      // cpu::streaming_store_bytes is computed into a buffer and copied out with streaming stores
+      // (as compiled run_map writes such outputs: the CPU does not read the lines first).
+      const std::size_t nx = externals.size(), nm = members.size();
+      struct step {
+        tile_function run = nullptr;
+        std::array<std::size_t, 3> in{};  // pointer-table indices of the operands
+        std::size_t out = 0;              // pointer-table index of the result
+        int buffer = -1;                  // the tile buffer holding the result; -1: its storage
+        bool stream = false;              // stored: copied from the buffer with streaming stores
+        bool check = false;               // stored under check_numerics: scanned per tile
+        dtype type = dtype::f32;
+        char* storage = nullptr;          // stored: the value's elements
+        std::size_t esize = 0;
       };
-      std::vector<std::vector<operand_ref>> operands(members.size());
-      for (std::size_t k = 0; k < members.size(); ++k)
-        for (auto i : node(members[k]).inputs) {
+      std::vector<step> steps(nm);
+      std::vector<std::size_t> last_read(nm);
+      for (std::size_t k = 0; k < nm; ++k) {
+        last_read[k] = k;
+        const auto& in = node(members[k]).inputs;
+        for (std::size_t j = 0; j < in.size() && j < 3; ++j) {
+          const auto i = in[j];
           if (group_of[i] == gi) {
-            operands[k].push_back({false, std::size_t(std::find(members.begin(), members.end(), i) - members.begin())});
+            const std::size_t m = std::size_t(std::find(members.begin(), members.end(), i) - members.begin());
+            steps[k].in[j] = nx + m;
+            last_read[m] = k;
           } else {
-            operands[k].push_back({true, std::size_t(std::find(externals.begin(), externals.end(), i) - externals.begin())});
+            steps[k].in[j] = std::size_t(std::find(externals.begin(), externals.end(), i) - externals.begin());
           }
         }
-      std::vector<bool> splat_all(externals.size()), inner_splat(externals.size());
-      for (std::size_t k = 0; k < externals.size(); ++k) {
+      }
+      std::vector<std::size_t> buffer_esize;
+      std::vector<int> free_buffers;
+      for (std::size_t k = 0; k < nm; ++k) {
+        step& st = steps[k];
+        const slot& v = values[members[k]];
+        st.run = kernels[members[k]]->run;
+        st.out = nx + k;
+        st.type = v.type;
+        st.check = checking && stored[k];
+        st.esize = dtype_size(v.type);
+        st.storage = stored[k] ? static_cast<char*>(const_cast<void*>(v.data)) : nullptr;
+        st.stream = stored[k] && runtime_detail::can_stream && total * st.esize >= cpu::streaming_store_bytes;
+        if (!stored[k] || st.stream) {
+          const auto reuse = std::find_if(free_buffers.begin(), free_buffers.end(),
+                                          [&](int b) { return buffer_esize[std::size_t(b)] == st.esize; });
+          if (reuse != free_buffers.end()) {
+            st.buffer = *reuse;
+            free_buffers.erase(reuse);
+          } else {
+            st.buffer = int(buffer_esize.size());
+            buffer_esize.push_back(st.esize);
+          }
+        }
+        // After step k, buffers whose member nothing later reads are free (k's own included: its
+        // result is copied out, or unread, by then).
+        for (std::size_t m = 0; m <= k; ++m)
+          if (last_read[m] == k && steps[m].buffer >= 0) free_buffers.push_back(steps[m].buffer);
+      }
+      std::vector<char> splat_all(nx), inner_splat(nx);
+      for (std::size_t k = 0; k < nx; ++k) {
         inner_splat[k] = dstrides[k].back() == 0;
         splat_all[k] = std::all_of(dstrides[k].begin(), dstrides[k].end(), [](std::size_t s) { return s == 0; });
+      }
+      // One merged axis: an external's tile starts at base + pos * step (bytes; 0 for a splat).
+      const bool flat = dims.size() == 1;
+      std::vector<const char*> flat_base(nx);
+      std::vector<std::size_t> flat_step(nx);
+      for (std::size_t k = 0; k < nx; ++k) {
+        flat_base[k] = static_cast<const char*>(values[externals[k]].data);
+        flat_step[k] = splat_all[k] ? 0 : dstrides[k][0] * dtype_size(values[externals[k]].type);
       }
 
       if (total == 0) return;
@@ -539,57 +546,81 @@ class interpreter {
         const std::size_t r = p % inner;
         return r < packet_end ? p - r % packet_grid : p;
       };
-      auto body = [&](std::size_t, std::size_t begin, std::size_t end) {
+      // Per thread, set up once for the pass (threads take several chunks): tile buffers, splats,
+      // the pointer table.
+      struct lane {
+        bool ready = false;
+        std::vector<aligned_buffer<unsigned char>> buffers, splats;
+        std::vector<const void*> ptr;
+        std::vector<std::size_t> index;
+      };
+      std::vector<lane> lanes(std::size_t(std::max(1, cpu::max_threads())));
+      auto body = [&](std::size_t thread, std::size_t begin, std::size_t end) {
         begin = snap(begin);
         end = end == total ? end : snap(end);
         if (begin >= end) return;
-        std::vector<aligned_buffer<unsigned char>> scratch;
-        std::vector<void*> member_ptr(members.size());
-        std::vector<const void*> external_ptr(externals.size());
-        std::vector<aligned_buffer<unsigned char>> splats(externals.size());
-        for (std::size_t k = 0; k < externals.size(); ++k)
-          if (inner_splat[k]) splats[k] = aligned_buffer<unsigned char>(tile * dtype_size(values[externals[k]].type));
-        for (std::size_t k = 0; k < externals.size(); ++k)
-          if (splat_all[k]) fill_splat(splats[k].data(), values[externals[k]].data, values[externals[k]].type, tile);
-        for (std::size_t k = 0; k < members.size(); ++k)
-          if (!stored[k]) scratch.emplace_back(tile * dtype_size(values[members[k]].type));
-        std::vector<std::size_t> index(dims.size());
-        std::vector<const void*> args;
-        for (std::size_t pos = begin; pos < end;) {
-          std::size_t row = pos / inner, col = pos % inner;
-          const std::size_t n = std::min({tile, inner - col, end - pos});
-          for (std::size_t d = dims.size() - 1; d-- > 0;) {
-            index[d] = row % dims[d];
-            row /= dims[d];
-          }
-          for (std::size_t k = 0; k < externals.size(); ++k) {
+        lane local;
+        lane& ln = thread < lanes.size() ? lanes[thread] : local;
+        if (!ln.ready) {
+          ln.ready = true;
+          ln.ptr.assign(nx + nm, nullptr);
+          ln.index.assign(dims.size(), 0);
+          for (std::size_t b = 0; b < buffer_esize.size(); ++b) ln.buffers.emplace_back(tile * buffer_esize[b]);
+          ln.splats.resize(nx);
+          for (std::size_t k = 0; k < nx; ++k) {
             const slot& x = values[externals[k]];
-            const std::size_t esize = dtype_size(x.type);
+            if (inner_splat[k]) ln.splats[k] = aligned_buffer<unsigned char>(tile * dtype_size(x.type));
             if (splat_all[k]) {
-              external_ptr[k] = splats[k].data();
-              continue;
-            }
-            std::size_t at = col * dstrides[k].back();
-            for (std::size_t d = 0; d + 1 < dims.size(); ++d) at += index[d] * dstrides[k][d];
-            if (inner_splat[k]) {
-              fill_splat(splats[k].data(), static_cast<const char*>(x.data) + at * esize, x.type, n);
-              external_ptr[k] = splats[k].data();
-            } else {
-              external_ptr[k] = static_cast<const char*>(x.data) + at * esize;
+              fill_splat(ln.splats[k].data(), x.data, x.type, tile);
+              ln.ptr[k] = ln.splats[k].data();
             }
           }
-          for (std::size_t k = 0, s = 0; k < members.size(); ++k) {
-            const slot& m = values[members[k]];
-            member_ptr[k] = stored[k] ? static_cast<void*>(static_cast<char*>(const_cast<void*>(m.data)) + pos * dtype_size(m.type))
-                                      : static_cast<void*>(scratch[s++].data());
-            args.clear();
-            for (const auto& r : operands[k]) args.push_back(r.external ? external_ptr[r.index] : member_ptr[r.index]);
-            kernels[members[k]]->run(args.data(), member_ptr[k], n);
-            if (checking && stored[k] && !all_finite(values[members[k]].type, member_ptr[k], n))
-              nonfinite.store(true, std::memory_order_relaxed);
+          for (std::size_t k = 0; k < nm; ++k)
+            if (steps[k].buffer >= 0) ln.ptr[nx + k] = ln.buffers[std::size_t(steps[k].buffer)].data();
+        }
+        bool streamed = false;
+        for (std::size_t pos = begin; pos < end;) {
+          std::size_t n;
+          if (flat) {
+            n = std::min(tile, end - pos);
+            for (std::size_t k = 0; k < nx; ++k)
+              if (flat_step[k]) ln.ptr[k] = flat_base[k] + pos * flat_step[k];
+          } else {
+            std::size_t row = pos / inner, col = pos % inner;
+            n = std::min({tile, inner - col, end - pos});
+            for (std::size_t d = dims.size() - 1; d-- > 0;) {
+              ln.index[d] = row % dims[d];
+              row /= dims[d];
+            }
+            for (std::size_t k = 0; k < nx; ++k) {
+              if (splat_all[k]) continue;
+              const slot& x = values[externals[k]];
+              const std::size_t esize = dtype_size(x.type);
+              std::size_t at = col * dstrides[k].back();
+              for (std::size_t d = 0; d + 1 < dims.size(); ++d) at += ln.index[d] * dstrides[k][d];
+              if (inner_splat[k]) {
+                fill_splat(ln.splats[k].data(), static_cast<const char*>(x.data) + at * esize, x.type, n);
+                ln.ptr[k] = ln.splats[k].data();
+              } else {
+                ln.ptr[k] = static_cast<const char*>(x.data) + at * esize;
+              }
+            }
+          }
+          const void** const ptr = ln.ptr.data();
+          for (const step& st : steps) {
+            if (st.buffer < 0) ptr[st.out] = st.storage + pos * st.esize;
+            void* out = const_cast<void*>(ptr[st.out]);
+            const void* args[3] = {ptr[st.in[0]], ptr[st.in[1]], ptr[st.in[2]]};
+            st.run(args, out, n);
+            if (st.stream) {
+              runtime_detail::stream_copy(st.storage + pos * st.esize, out, n * st.esize);
+              streamed = true;
+            }
+            if (st.check && !all_finite(st.type, out, n)) nonfinite.store(true, std::memory_order_relaxed);
           }
           pos += n;
         }
+        if (streamed) cpu::detail::stream_fence();
       };
       account(
           [&] {

@@ -1,0 +1,572 @@
+#pragma once
+// Runs a graph value (graph/graph.hpp, e.g. loaded from a file) on the GPU: its elementwise fusion
+// groups as kernels generated at run time (codegen.hpp) and compiled with NVRTC (compiler.hpp, cached
+// by content hash), so a model saved by one program runs fused in another that was built without
+// nvcc. Node types and fusion groups come from the same code as the CPU interpreter's
+// (graph/runtime/plan.hpp). Other nodes — reductions, views, kernels such as matmul — run on the host
+// through their runtime forms (the interpreter's op table) on copies of their operands, and their
+// results are uploaded (see docs/cuda.md, "Graph values on the GPU (NVRTC)").
+//
+//   symflow::cuda::graph_runner r(load_graph_json_file("model.json"));
+//   auto outs = r.run({{"x", runtime_tensor(x)}, {"w", device_array_or_device_tensor}});
+//   runtime_tensor y = outs[0].to_host();
+//   for (const auto& k : r.kernels({{"x", {dtype::f32, {64, 784}}}})) std::cout << k.program.source;
+//
+// Plain host C++ (no kernels of its own): usable from .cpp files. Link CUDA::nvrtc and CUDA::cudart.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <symflow/graph/graph.hpp>
+#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/graph/runtime/op_table.hpp>
+#include <symflow/graph/runtime/plan.hpp>
+#include <symflow/graph/runtime/value.hpp>
+#include <symflow/graph/validate.hpp>
+
+#include "../device_tensor.hpp"
+#include "../runtime.hpp"
+#include "codegen.hpp"
+#include "compiler.hpp"
+
+namespace symflow::cuda {
+
+struct nvrtc_options {
+  // NVRTC's target: "sm_90" (CUBIN for that GPU), "compute_90" (PTX, compiled for the device by the
+  // driver when loaded). Empty: the current device's sm_XY when NVRTC supports it (else PTX for the
+  // newest architecture it supports below), or compute_90 without a device.
+  std::string arch;
+  // On-disk cache of compiled images (<key>.ptx / <key>.cubin). Empty: $SYMFLOW_NVRTC_CACHE, or none.
+  std::string cache_dir;
+  // Directory holding symflow/core/config.hpp and symflow/ops/*.hpp. Empty: $SYMFLOW_INCLUDE_DIR, or
+  // found next to these headers.
+  std::string include_dir;
+  bool fuse = true;           // false: every elementwise node is a kernel of its own
+  unsigned block_size = 256;  // threads per block
+};
+
+// Owning device memory with a dtype and extents (cudaMalloc / cudaFree; shared ownership).
+class device_array {
+ public:
+  device_array() = default;
+  device_array(dtype type, runtime_extents extents) : type_(type), extents_(std::move(extents)) {
+    const std::size_t bytes = byte_size();
+    void* p = nullptr;
+    if (bytes) nvrtc_detail::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc");
+    mem_ = std::shared_ptr<void>(p, [](void* q) {
+      if (q) cudaFree(q);
+    });
+  }
+  static device_array from_host(const runtime_tensor& h) {
+    device_array d(h.type(), h.extents());
+    if (d.byte_size())
+      nvrtc_detail::check_cuda(cudaMemcpy(d.data(), h.bytes(), d.byte_size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+    return d;
+  }
+  runtime_tensor to_host() const {
+    runtime_tensor h(type_, extents_);
+    if (h.byte_size())
+      nvrtc_detail::check_cuda(cudaMemcpy(h.bytes(), data(), h.byte_size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    return h;
+  }
+  dtype type() const noexcept { return type_; }
+  const runtime_extents& extents() const noexcept { return extents_; }
+  std::size_t size() const noexcept { return element_count(extents_); }
+  std::size_t byte_size() const noexcept { return size() * dtype_size(type_); }
+  void* data() const noexcept { return mem_.get(); }
+
+ private:
+  dtype type_ = dtype::f32;
+  runtime_extents extents_;
+  std::shared_ptr<void> mem_;
+};
+
+// A value for an input (or a parameter, replacing its embedded value): host memory (uploaded during
+// the run) or device memory (read in place; it must stay valid during the run).
+class graph_feed {
+ public:
+  graph_feed(runtime_tensor host) : host_(std::move(host)) {}  // NOLINT: implicit by design
+  graph_feed(device_array d) : type_(d.type()), extents_(d.extents()), ptr_(d.data()), keep_(std::move(d)) {}  // NOLINT
+  graph_feed(const void* device_pointer, dtype type, runtime_extents extents)
+      : type_(type), extents_(std::move(extents)), ptr_(device_pointer) {}
+  template <class T, class S>
+  graph_feed(const device_tensor<T, S>& d)  // NOLINT
+      : type_(dtype_v<T>), extents_(d.extents().begin(), d.extents().end()), ptr_(d.data()) {}
+
+  bool on_host() const noexcept { return host_.has_value(); }
+  dtype type() const noexcept { return host_ ? host_->type() : type_; }
+  runtime_extents extents() const { return host_ ? host_->extents() : extents_; }
+  const runtime_tensor& host() const { return *host_; }
+  const void* device_pointer() const noexcept { return ptr_; }
+
+ private:
+  std::optional<runtime_tensor> host_;
+  dtype type_ = dtype::f32;
+  runtime_extents extents_;
+  const void* ptr_ = nullptr;
+  std::optional<device_array> keep_;
+};
+using graph_feeds = std::map<std::string, graph_feed, std::less<>>;
+
+// A leaf's dtype and extents, for planning without values (graph_runner::kernels).
+struct value_spec {
+  dtype type;
+  runtime_extents extents;
+};
+using input_specs = std::map<std::string, value_spec, std::less<>>;
+
+// Device implementations of kernel ops for the graph runner, keyed by the op's C++ type (as
+// kernel_impl<Op> in kernel_ops.hpp is for compiled expressions; the op is found through the
+// registry, never by a name written here). `run` returns false for a case it does not handle, which
+// then runs on the host. Operands and result are dense, row-major device memory.
+template <class Op>
+struct graph_device_kernel {
+  static constexpr bool available = false;
+};
+
+// matmul through cuBLAS: [..., M, K] x [K, N] (leading axes of the left operand folded into M), f32 in
+// full FP32 (no TF32) and f64. Batched right operands run on the host.
+template <>
+struct graph_device_kernel<ops::matmul_op> {
+  static constexpr bool available = true;
+  static bool run(cublasHandle_t h, dtype type, const std::vector<runtime_extents>& in, const std::vector<const void*>& ptr,
+                  const runtime_extents& out, void* result) {
+    if (in.size() != 2 || in[0].size() < 2 || in[1].size() != 2) return false;
+    if (type != dtype::f32 && type != dtype::f64) return false;
+    const std::size_t K = in[0].back(), N = in[1][1], M = K ? element_count(in[0]) / K : element_count(out) / std::max<std::size_t>(N, 1);
+    const std::size_t limit = 0x7fffffff;
+    if (M > limit || N > limit || K > limit || in[1][0] != K) return false;
+    const std::size_t bytes = element_count(out) * dtype_size(type);
+    if (!bytes) return true;
+    if (!K) {
+      nvrtc_detail::check_cuda(cudaMemset(result, 0, bytes), "cudaMemset");
+      return true;
+    }
+    // Row-major C = A B is column-major C^T = B^T A^T: B as an N x K column-major matrix (ld N), A as
+    // K x M (ld K), C as N x M (ld N).
+    cublasStatus_t st;
+    if (type == dtype::f32) {
+      const float one = 1.f, zero = 0.f;
+      st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one, static_cast<const float*>(ptr[1]), int(N),
+                       static_cast<const float*>(ptr[0]), int(K), &zero, static_cast<float*>(result), int(N));
+    } else {
+      const double one = 1., zero = 0.;
+      st = cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one, static_cast<const double*>(ptr[1]), int(N),
+                       static_cast<const double*>(ptr[0]), int(K), &zero, static_cast<double*>(result), int(N));
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) throw nvrtc_error("graph_runner: cuBLAS GEMM failed with status " + std::to_string(int(st)));
+    return true;
+  }
+};
+
+struct graph_runner_stats {
+  std::size_t kernels_launched = 0;  // generated kernels
+  std::size_t host_nodes = 0;        // nodes run on the host (reductions, views, kernels)
+  std::size_t device_nodes = 0;      // kernel ops run on the device (graph_device_kernel: matmul)
+  std::size_t fused_nodes = 0;       // elementwise nodes computed inside generated kernels
+};
+
+class graph_runner {
+ public:
+  explicit graph_runner(symflow::graph g, nvrtc_options o = {}) : graph_(std::move(g)), options_(std::move(o)) {
+    validate(graph_, "graph_runner");
+    for (const auto& n : graph_.nodes)
+      if (n.op != "literal" && !find_runtime_op(n.op))
+        throw graph_error("graph_runner: node '" + n.name + "': no runtime form for op '" + n.op + "'");
+    if (options_.cache_dir.empty())
+      if (const char* env = std::getenv("SYMFLOW_NVRTC_CACHE"); env && *env) options_.cache_dir = env;
+    include_dir_ = options_.include_dir.empty() ? nvrtc_detail::default_include_dir()
+                                                : std::filesystem::path(options_.include_dir);
+  }
+
+  graph_runner(const graph_runner&) = delete;
+  graph_runner& operator=(const graph_runner&) = delete;
+  ~graph_runner() {
+    if (cublas_) cublasDestroy(cublas_);
+  }
+
+  const symflow::graph& source() const noexcept { return graph_; }
+  const nvrtc_options& options() const noexcept { return options_; }
+  const graph_runner_stats& last_stats() const noexcept { return stats_; }
+
+  // The kernels a run with leaves of these types launches, in launch order (sources, headers,
+  // options; compiled by compile()). Parameters and constants default to their embedded values'
+  // types. Needs no GPU.
+  std::vector<generated_kernel> kernels(const input_specs& leaves) const {
+    plan p = make_plan(leaves);
+    std::vector<generated_kernel> out;
+    for (const auto& u : p.schedule)
+      if (u.group >= 0) out.push_back(std::move(*p.kernels[std::size_t(u.group)]));
+    return out;
+  }
+
+  // Those kernels compiled (through the cache: memory, then cache_dir, then NVRTC). Needs no GPU.
+  std::vector<std::shared_ptr<compiled_program>> compile(const input_specs& leaves) const {
+    std::vector<std::shared_ptr<compiled_program>> out;
+    for (const auto& k : kernels(leaves)) out.push_back(kernel_cache::global().get(k.program, options_.cache_dir));
+    return out;
+  }
+
+  // The graph's outputs for these feeds (inputs by name; a feed naming a parameter replaces its
+  // embedded value), on the current device. Synchronous: returns when the results are in memory.
+  std::vector<device_array> run(const graph_feeds& feeds) const {
+    std::lock_guard lock(run_mutex_);
+    stats_ = {};
+    // Types, groups and sources first: bad feeds are refused before anything is uploaded.
+    input_specs specs;
+    for (const auto& [name, f] : feeds) specs.insert_or_assign(name, value_spec{f.type(), f.extents()});
+    plan p = make_plan(specs);
+    std::vector<slot> values(value_count());
+    bind_leaves(feeds, values);
+    // Readers left per value (units, and outputs): an intermediate is freed after its last reader.
+    std::vector<std::size_t> readers(value_count(), 0);
+    const auto reads_of = [&](const unit& u) {
+      std::vector<std::uint32_t> in;
+      const auto add = [&](std::uint32_t i) {
+        if (std::find(in.begin(), in.end(), i) == in.end()) in.push_back(i);
+      };
+      if (u.group < 0) {
+        for (auto i : node(u.node).inputs) add(i);
+      } else {
+        const auto& k = *p.kernels[std::size_t(u.group)];
+        for (std::size_t x = 0; x < k.externals.size(); ++x)
+          if (k.access[x] != operand_access::literal) add(k.externals[x]);
+      }
+      return in;
+    };
+    for (const auto& u : p.schedule)
+      for (auto i : reads_of(u)) ++readers[i];
+    for (auto o : graph_.outputs) ++readers[o];
+    for (const auto& u : p.schedule) {
+      if (u.group >= 0) run_group(p, *p.kernels[std::size_t(u.group)], values);
+      else run_host_node(p, u.node, values);
+      for (auto i : reads_of(u))
+        if (--readers[i] == 0 && i >= first_node()) values[i] = slot{};
+    }
+    std::vector<device_array> out;
+    for (auto id : graph_.outputs) {
+      slot& v = values[id];
+      if (v.owned.has_value() && id >= first_node()) {
+        out.push_back(*v.owned);
+      } else {  // a leaf (a feed's memory, a resident parameter): copied
+        device_array d(p.types.type[id], p.types.extents[id]);
+        if (d.byte_size())
+          nvrtc_detail::check_cuda(cudaMemcpy(d.data(), v.ptr, d.byte_size(), cudaMemcpyDeviceToDevice), "cudaMemcpy");
+        out.push_back(std::move(d));
+      }
+    }
+    return out;
+  }
+
+  std::vector<runtime_tensor> run_to_host(const graph_feeds& feeds) const {
+    std::vector<runtime_tensor> out;
+    for (const auto& d : run(feeds)) out.push_back(d.to_host());
+    return out;
+  }
+
+  // The architecture kernels are compiled for (options().arch, or chosen as described there).
+  std::string arch() const {
+    if (!options_.arch.empty()) return options_.arch;
+    if (!device_available()) return "compute_90";
+    int dev = 0, major = 0, minor = 0;
+    nvrtc_detail::check_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+    nvrtc_detail::check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute");
+    nvrtc_detail::check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), "cudaDeviceGetAttribute");
+    const int want = major * 10 + minor;
+    int count = 0;
+    nvrtc_detail::check(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
+    std::vector<int> archs(std::size_t(std::max(count, 0)));
+    if (count) nvrtc_detail::check(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
+    if (std::find(archs.begin(), archs.end(), want) != archs.end()) return "sm_" + std::to_string(want);
+    int best = 0;
+    for (int a : archs)
+      if (a <= want) best = std::max(best, a);
+    if (!best) throw nvrtc_error("graph_runner: NVRTC supports no architecture up to sm_" + std::to_string(want));
+    return "compute_" + std::to_string(best);
+  }
+
+ private:
+  struct slot {
+    const void* ptr = nullptr;
+    std::optional<device_array> owned;
+  };
+  struct unit {
+    int group = -1;          // a fusion group, or
+    std::uint32_t node = 0;  // a node run on the host
+  };
+  struct plan {
+    value_types types;
+    fusion_plan groups;
+    std::vector<bool> stored;
+    std::vector<std::optional<generated_kernel>> kernels;  // per group
+    std::vector<unit> schedule;
+  };
+
+  std::size_t first_node() const { return graph_.inputs.size() + graph_.parameters.size() + graph_.constants.size(); }
+  std::size_t value_count() const { return first_node() + graph_.nodes.size(); }
+  const graph_node& node(std::uint32_t id) const { return graph_.nodes[id - first_node()]; }
+
+  static void check_leaf(const char* what, const graph_leaf& leaf, dtype type, const runtime_extents& e) {
+    bool ok = type == leaf.type.type && e.size() == leaf.type.shape.size();
+    for (std::size_t i = 0; ok && i < e.size(); ++i) ok = leaf.type.shape[i] < 0 || std::size_t(leaf.type.shape[i]) == e[i];
+    if (!ok)
+      throw shape_error(std::string("graph_runner: ") + what + " '" + leaf.name + "' is " + std::string(dtype_name(type)) +
+                        format_extents(e) + ", the graph expects " + graph_type_string(leaf.type));
+  }
+
+  // Leaf types (from specs or embedded values) -> node types, groups, stored members, schedule, sources.
+  plan make_plan(const input_specs& specs) const {
+    plan p;
+    p.types = value_types(value_count());
+    std::uint32_t id = 0;
+    for (const auto& in : graph_.inputs) {
+      auto it = specs.find(in.name);
+      if (it == specs.end()) throw value_error("graph_runner: no feed for input '" + in.name + "'");
+      check_leaf("input", in, it->second.type, it->second.extents);
+      p.types.type[id] = it->second.type;
+      p.types.extents[id++] = it->second.extents;
+    }
+    for (const auto& par : graph_.parameters) {
+      if (auto it = specs.find(par.name); it != specs.end()) {
+        check_leaf("parameter", par, it->second.type, it->second.extents);
+        p.types.type[id] = it->second.type;
+        p.types.extents[id++] = it->second.extents;
+      } else if (par.value) {
+        p.types.type[id] = par.value->type;
+        p.types.extents[id++] = runtime_extents(par.value->extents.begin(), par.value->extents.end());
+      } else {
+        throw value_error("graph_runner: no value for parameter '" + par.name +
+                          "' (neither fed nor embedded in the graph)");
+      }
+    }
+    for (const auto& c : graph_.constants) {
+      p.types.type[id] = c.data.type;
+      p.types.extents[id++] = runtime_extents(c.data.extents.begin(), c.data.extents.end());
+    }
+    infer_node_types(graph_, p.types);
+    p.groups = plan_fusion_groups(graph_, p.types, options_.fuse);
+    // Stored: members read by a node outside their group, and outputs.
+    p.stored.assign(value_count(), false);
+    for (std::size_t k = 0; k < graph_.nodes.size(); ++k) {
+      const auto nid = std::uint32_t(first_node() + k);
+      for (auto i : graph_.nodes[k].inputs)
+        if (p.groups.group_of[nid] < 0 || p.groups.group_of[i] != p.groups.group_of[nid]) p.stored[i] = true;
+    }
+    for (auto o : graph_.outputs) p.stored[o] = true;
+    // Schedule: what the outputs need, operands first (the interpreter's demand order).
+    std::vector<bool> done(value_count(), false);
+    std::fill(done.begin(), done.begin() + std::ptrdiff_t(first_node()), true);
+    std::vector<bool> group_done(p.groups.groups.size(), false);
+    p.kernels.resize(p.groups.groups.size());
+    const std::string target = arch();
+    auto visit = [&](auto&& self, std::uint32_t v) -> void {
+      if (done[v]) return;
+      const int gi = p.groups.group_of[v];
+      if (gi >= 0) {
+        if (group_done[std::size_t(gi)]) return;
+        group_done[std::size_t(gi)] = true;
+        for (auto m : p.groups.groups[std::size_t(gi)].members)
+          for (auto i : node(m).inputs)
+            if (p.groups.group_of[i] != gi && !(i >= first_node() && node(i).op == "literal")) self(self, i);
+        for (auto m : p.groups.groups[std::size_t(gi)].members) done[m] = true;
+        p.kernels[std::size_t(gi)] = generate_group_kernel(graph_, p.types, p.groups, gi, p.stored, include_dir_, target);
+        p.schedule.push_back(unit{gi, 0});
+        return;
+      }
+      for (auto i : node(v).inputs) self(self, i);
+      done[v] = true;
+      p.schedule.push_back(unit{-1, v});
+    };
+    for (auto o : graph_.outputs) visit(visit, o);
+    return p;
+  }
+
+  void bind_leaves(const graph_feeds& feeds, std::vector<slot>& values) const {
+    std::uint32_t id = 0;
+    auto bind_feed = [&](const graph_feed& f) {
+      if (f.on_host()) {
+        values[id].owned = device_array::from_host(f.host());
+        values[id].ptr = values[id].owned->data();
+      } else {
+        values[id].ptr = f.device_pointer();
+      }
+    };
+    for (const auto& in : graph_.inputs) {
+      auto it = feeds.find(in.name);
+      if (it == feeds.end()) throw value_error("graph_runner: no feed for input '" + in.name + "'");
+      bind_feed(it->second);
+      ++id;
+    }
+    for (const auto& par : graph_.parameters) {
+      if (auto it = feeds.find(par.name); it != feeds.end()) {
+        bind_feed(it->second);
+      } else if (par.value) {
+        const device_array& d = resident(id, *par.value);
+        values[id].owned = d;
+        values[id].ptr = d.data();
+      }  // else: make_plan reports the missing value
+      ++id;
+    }
+    for (const auto& c : graph_.constants) {
+      const device_array& d = resident(id, c.data);
+      values[id].owned = d;
+      values[id].ptr = d.data();
+      ++id;
+    }
+  }
+
+  // Embedded parameters and constants, uploaded on first use and kept with the runner.
+  const device_array& resident(std::uint32_t id, const graph_tensor& t) const {
+    int dev = 0;
+    nvrtc_detail::check_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+    auto it = resident_.find({dev, id});
+    if (it == resident_.end()) it = resident_.emplace(std::pair{dev, id}, device_array::from_host(runtime_tensor(t))).first;
+    return it->second;
+  }
+
+  void run_group(const plan& p, const generated_kernel& k, std::vector<slot>& values) const {
+    for (auto m : k.stored) {
+      values[m].owned = device_array(p.types.type[m], p.types.extents[m]);
+      values[m].ptr = values[m].owned->data();
+    }
+    stats_.fused_nodes += k.members.size();
+    if (!k.elements) return;
+    const auto program = kernel_cache::global().get(k.program, options_.cache_dir);
+    const cudaKernel_t kernel = program->kernel(generated_kernel::entry);
+    // Arguments, in the generated signature's order: the frame (dims, then strides per external:
+    // long long each), the element count, the externals read from memory, the stored members.
+    const std::size_t R = k.frame.size(), nx = std::max<std::size_t>(k.externals.size(), 1);
+    std::vector<long long> frame(R + nx * R, 0);
+    for (std::size_t d = 0; d < R; ++d) frame[d] = (long long)k.frame[d];
+    for (std::size_t x = 0; x < k.externals.size(); ++x)
+      for (std::size_t d = 0; d < R; ++d) frame[R + x * R + d] = (long long)k.strides[x][d];
+    long long n = (long long)k.elements;
+    std::vector<const void*> pointers;
+    for (std::size_t x = 0; x < k.externals.size(); ++x)
+      if (k.access[x] != operand_access::literal) pointers.push_back(values[k.externals[x]].ptr);
+    for (auto m : k.stored) pointers.push_back(values[m].ptr);
+    std::vector<void*> args{frame.data(), &n};
+    for (auto& ptr : pointers) args.push_back(&ptr);
+    const unsigned block = options_.block_size ? options_.block_size : 256;
+    const unsigned long long blocks = std::min<unsigned long long>((k.elements + block - 1) / block, 1ull << 20);
+    nvrtc_detail::check_cuda(
+        cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(unsigned(blocks)), dim3(block), args.data(), 0, nullptr),
+        "cudaLaunchKernel");
+    nvrtc_detail::check_cuda(cudaGetLastError(), "launch of a generated kernel");
+    ++stats_.kernels_launched;
+  }
+
+  // A kernel op with a device implementation for this case (graph_device_kernel<Op>), run in place.
+  bool run_device_node(const plan& p, std::uint32_t id, std::vector<slot>& values) const {
+    const graph_node& n = node(id);
+    bool done = false;
+    std::apply(
+        [&](auto... entry) {
+          (
+              [&] {
+                using E = decltype(entry);
+                using Op = typename E::type;
+                if constexpr (E::kind == node_kind::kernel && graph_device_kernel<Op>::available) {
+                  if (done || Op::name != n.op) return;
+                  if (!cublas_) {
+                    if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS) throw nvrtc_error("graph_runner: cublasCreate failed");
+                  }
+                  std::vector<runtime_extents> in;
+                  std::vector<const void*> ptr;
+                  for (auto i : n.inputs) {
+                    in.push_back(p.types.extents[i]);
+                    ptr.push_back(values[i].ptr);
+                  }
+                  device_array result(p.types.type[id], p.types.extents[id]);
+                  if (graph_device_kernel<Op>::run(cublas_, p.types.type[id], in, ptr, p.types.extents[id], result.data())) {
+                    values[id].owned = std::move(result);
+                    values[id].ptr = values[id].owned->data();
+                    done = true;
+                  }
+                }
+              }(),
+              ...);
+        },
+        registered_ops{});
+    if (done) ++stats_.device_nodes;
+    return done;
+  }
+
+  // A node outside the groups: on the device when it has a device implementation, else its runtime
+  // form on the host, on copies of its operands.
+  void run_host_node(const plan& p, std::uint32_t id, std::vector<slot>& values) const {
+    if (run_device_node(p, id, values)) return;
+    const graph_node& n = node(id);
+    const dtype type = p.types.type[id];
+    const runtime_extents& extents = p.types.extents[id];
+    runtime_tensor result(type, extents);
+    const node_attributes attrs(n);
+    const auto download = [&](std::uint32_t i) {
+      runtime_tensor h(p.types.type[i], p.types.extents[i]);
+      if (h.byte_size())
+        nvrtc_detail::check_cuda(cudaMemcpy(h.bytes(), values[i].ptr, h.byte_size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+      return h;
+    };
+    const auto array = [](runtime_tensor& t) { return runtime_array{t.type(), t.extents(), t.bytes()}; };
+    if (n.op == "literal") {
+      const attribute_value* a = n.attribute("value");
+      visit_dtype(type, [&](auto t) {
+        using T = decltype(t);
+        T x{};
+        if (a && std::holds_alternative<bool>(*a)) x = T(std::get<bool>(*a));
+        else if (a && std::holds_alternative<std::int64_t>(*a)) x = T(std::get<std::int64_t>(*a));
+        else x = T(attrs.number("value"));
+        *result.template data<T>() = x;
+      });
+    } else {
+      const runtime_op& op = *find_runtime_op(n.op);
+      const std::string who = describe_node(n);
+      std::vector<runtime_tensor> in;
+      for (auto i : n.inputs) in.push_back(download(i));
+      switch (op.kind) {
+        case node_kind::reduction:
+          op.reduce(array(in[0]), reduced_axes_mask(who, attrs, in[0].extents().size()), array(result));
+          break;
+        case node_kind::view: {
+          const auto l = op.view(attrs, runtime_layout::contiguous(in[0].extents()), who);
+          runtime_detail::copy_strided(static_cast<const char*>(in[0].bytes()), l, static_cast<char*>(result.bytes()),
+                                       dtype_size(type));
+          break;
+        }
+        case node_kind::elementwise: {  // unreachable: elementwise nodes are in groups
+          std::vector<const void*> ptrs;
+          for (auto& t : in) ptrs.push_back(t.bytes());
+          p.types.kernel[id]->run(ptrs.data(), result.bytes(), result.size());
+          break;
+        }
+        default: {
+          std::vector<runtime_array> arrays;
+          for (auto& t : in) arrays.push_back(array(t));
+          op.kernel_run(attrs, array(result), arrays);
+        }
+      }
+    }
+    values[id].owned = device_array::from_host(result);
+    values[id].ptr = values[id].owned->data();
+    ++stats_.host_nodes;
+  }
+
+  symflow::graph graph_;
+  nvrtc_options options_;
+  std::filesystem::path include_dir_;
+  mutable std::mutex run_mutex_;
+  mutable graph_runner_stats stats_;
+  mutable std::map<std::pair<int, std::uint32_t>, device_array> resident_;
+  mutable cublasHandle_t cublas_ = nullptr;
+};
+
+}  // namespace symflow::cuda

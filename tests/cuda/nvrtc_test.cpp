@@ -1,0 +1,367 @@
+// Graph values on the GPU through NVRTC (cuda/include/symflow/cuda/nvrtc/). Compiled by the host C++
+// compiler, not nvcc: the graph runner needs no nvcc, which this file shows.
+//  - Without a GPU (CI): generated sources compile with NVRTC to PTX (every registered elementwise op
+//    for every dtype it accepts, W1, W2, an MLP forward pass); the cache returns the same entry for
+//    the same program and different entries for different ones; the disk cache is written and read.
+//  - With a GPU: results match the CPU interpreter on random inputs (||gpu - cpu|| / ||cpu|| < 1e-5),
+//    also for a graph saved to JSON (and binary) and loaded back; each skips without a device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <symflow/cuda/nvrtc/graph_runner.hpp>
+#include <symflow/graph/binary.hpp>
+#include <symflow/graph/runtime/builder.hpp>
+#include <symflow/graph/runtime/interpreter.hpp>
+#if defined(SYMFLOW_TEST_HAVE_JSON)
+#include <symflow/graph/json.hpp>
+#endif
+
+namespace {
+
+using namespace symflow;
+namespace cu = symflow::cuda;
+
+constexpr const char* arch = "compute_90";  // PTX: compiling needs no GPU
+
+graph w1_graph() {
+  graph_builder b;
+  auto a = b.input("a", dtype::f32, {-1});
+  auto bb = b.input("b", dtype::f32, {-1});
+  auto c = b.input("c", dtype::f32, {-1});
+  auto d = b.input("d", dtype::f32, {-1});
+  return b.build({a * bb + c * sin(d)});
+}
+
+graph w2_graph() {
+  graph_builder b;
+  auto a = b.input("a", dtype::f32, {-1});
+  auto bb = b.input("b", dtype::f32, {-1});
+  auto c = b.input("c", dtype::f32, {-1});
+  auto d = b.input("d", dtype::f32, {-1});
+  return b.build({tanh(a * bb + c) * exp(-d * d) + 0.5 * a});
+}
+
+graph_tensor random_tensor(std::vector<std::int64_t> extents, std::uint32_t seed, double scale) {
+  graph_tensor t;
+  t.type = dtype::f32;
+  t.extents = extents;
+  std::size_t n = 1;
+  for (auto e : extents) n *= std::size_t(e);
+  std::vector<float> v(n);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (auto& x : v) x = float(scale) * u(rng);
+  t.bytes.resize(n * sizeof(float));
+  std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  return t;
+}
+
+// x[?,784] -> relu(x W1 + b1) -> W2 + b2 -> log_softmax, parameters embedded.
+graph mlp_graph() {
+  graph_builder b;
+  auto x = b.input("x", dtype::f32, {-1, 784});
+  auto W1 = b.parameter("W1", dtype::f32, {784, 1024}, random_tensor({784, 1024}, 1, 0.05));
+  auto b1 = b.parameter("b1", dtype::f32, {1024}, random_tensor({1024}, 2, 0.1));
+  auto W2 = b.parameter("W2", dtype::f32, {1024, 10}, random_tensor({1024, 10}, 3, 0.05));
+  auto b2 = b.parameter("b2", dtype::f32, {10}, random_tensor({10}, 4, 0.1));
+  graph_handle h = [&] {
+    auto s = b.scope("dense1");
+    return relu(matmul(x, W1) + b1);
+  }();
+  graph_handle logits = [&] {
+    auto s = b.scope("dense2");
+    return matmul(h, W2) + b2;
+  }();
+  return b.build({log_softmax(logits), logits});
+}
+
+cu::nvrtc_options ptx_options() {
+  cu::nvrtc_options o;
+  o.arch = arch;
+  return o;
+}
+
+cu::input_specs vectors(std::size_t n) {
+  cu::input_specs s;
+  for (const char* name : {"a", "b", "c", "d"}) s[name] = {dtype::f32, {n}};
+  return s;
+}
+
+bool is_ptx_with_entry(const cu::compiled_program& p) {
+  return !p.is_cubin() && p.image().find(".entry symflow_group") != std::string::npos &&
+         p.image().find(".target sm_90") != std::string::npos;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Without a GPU
+
+TEST(NvrtcCodegen, W1IsOneKernelCallingTheOpsByTheirTypes) {
+  const cu::graph_runner r(w1_graph(), ptx_options());
+  const auto ks = r.kernels(vectors(1000));
+  ASSERT_EQ(ks.size(), 1u);
+  const auto& src = ks[0].program.source;
+  EXPECT_EQ(ks[0].members.size(), 4u);
+  for (const char* s : {"#include \"symflow/ops/mul.hpp\"", "#include \"symflow/ops/sin.hpp\"",
+                        "#include \"symflow/ops/add.hpp\"", "symflow::ops::mul_op::apply(",
+                        "symflow::ops::sin_op::apply(", "symflow::ops::add_op::apply("})
+    EXPECT_NE(src.find(s), std::string::npos) << s << "\n" << src;
+  // Every operand is read at the element's own index: no coordinates.
+  EXPECT_EQ(src.find("f.stride"), std::string::npos) << src;
+  // The op files are handed to NVRTC as they are on disk (only their scalar part is compiled).
+  bool has_sin_file = false;
+  for (const auto& [name, text] : ks[0].program.headers)
+    if (name == "symflow/ops/sin.hpp") has_sin_file = text.find("#ifndef SYMFLOW_SCALAR_ONLY") != std::string::npos;
+  EXPECT_TRUE(has_sin_file);
+  const auto compiled = r.compile(vectors(1000));
+  ASSERT_EQ(compiled.size(), 1u);
+  EXPECT_TRUE(is_ptx_with_entry(*compiled[0])) << compiled[0]->image().substr(0, 400);
+}
+
+TEST(NvrtcCodegen, W2EmbedsItsLiteralBitExactly) {
+  const cu::graph_runner r(w2_graph(), ptx_options());
+  const auto ks = r.kernels(vectors(77));
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].members.size(), 9u);
+  EXPECT_NE(ks[0].program.source.find("__int_as_float(0x3f000000)"), std::string::npos) << ks[0].program.source;
+  EXPECT_NE(ks[0].program.source.find("symflow::ops::neg_op::apply("), std::string::npos);
+  const auto compiled = r.compile(vectors(77));
+  ASSERT_EQ(compiled.size(), 1u);
+  EXPECT_TRUE(is_ptx_with_entry(*compiled[0]));
+}
+
+TEST(NvrtcCodegen, MlpForwardCompiles) {
+  const cu::graph_runner r(mlp_graph(), ptx_options());
+  const cu::input_specs in{{"x", {dtype::f32, {64, 784}}}};
+  const auto ks = r.kernels(in);
+  ASSERT_GE(ks.size(), 3u);  // bias + relu, bias, log_softmax's elementwise parts
+  // The bias is broadcast along rows: read through frame coordinates.
+  EXPECT_NE(ks[0].program.source.find("symflow::ops::relu_op::apply("), std::string::npos) << ks[0].program.source;
+  EXPECT_NE(ks[0].program.source.find("f.stride"), std::string::npos) << ks[0].program.source;
+  for (const auto& p : r.compile(in)) EXPECT_TRUE(is_ptx_with_entry(*p));
+}
+
+// Every registered elementwise op, for every operand dtype its rule accepts, in one fused group per
+// dtype: each op file's scalar part compiles under NVRTC.
+TEST(NvrtcCodegen, EveryElementwiseOpCompilesForEveryDtypeItAccepts) {
+  std::size_t instances = 0;
+  for (dtype d : {dtype::f32, dtype::f64, dtype::i32, dtype::i64, dtype::boolean}) {
+    graph_builder b;
+    auto x = b.input("x", d, {-1});
+    auto y = b.input("y", d, {-1});
+    // A group member every op reads, so that all of them join one group.
+    auto base = b.apply("expand_as", {x, y});
+    auto mask = b.apply("less", {x, y});
+    std::vector<graph_handle> outs{base};
+    for (const auto& s : op_schemas()) {
+      if (s.kind != node_kind::elementwise) continue;
+      std::vector<std::vector<graph_attribute>> variants{{}};
+      if (s.name == "cast") {
+        variants.clear();
+        for (dtype to : {dtype::f32, dtype::f64, dtype::i32, dtype::i64, dtype::boolean})
+          variants.push_back({{"to", std::string(dtype_name(to))}});
+      }
+      for (const auto& attrs : variants) {
+        std::vector<graph_handle> operands(s.min_inputs, base);
+        std::vector<dtype> types(s.min_inputs, d);
+        if (s.name == "where") {
+          operands[0] = mask;
+          types[0] = dtype::boolean;
+        }
+        graph_node probe{std::string(s.name), "probe", attrs, {}, {}, {}};
+        if (!find_runtime_op(s.name)->elementwise(node_attributes(probe), types)) continue;
+        outs.push_back(b.apply(s.name, operands, attrs));
+        ++instances;
+      }
+    }
+    const cu::graph_runner r(b.build(outs), ptx_options());
+    const cu::input_specs in{{"x", {d, {10}}}, {"y", {d, {10}}}};
+    const auto ks = r.kernels(in);
+    ASSERT_LE(ks.size(), 2u) << dtype_name(d);  // the ops over `base` (and `mask`, unless where joined it)
+    for (const auto& k : ks) {
+      std::shared_ptr<cu::compiled_program> p;
+      ASSERT_NO_THROW(p = cu::kernel_cache::global().get(k.program)) << dtype_name(d) << "\n" << k.program.source;
+      EXPECT_TRUE(is_ptx_with_entry(*p));
+    }
+  }
+  EXPECT_GT(instances, 60u);
+}
+
+TEST(NvrtcCache, SameProgramSameEntryDifferentProgramDifferentEntry) {
+  const cu::graph_runner r1(w1_graph(), ptx_options()), r1_again(w1_graph(), ptx_options());
+  const cu::graph_runner r2(w2_graph(), ptx_options());
+  const auto a = r1.compile(vectors(1000));
+  const auto hits = cu::kernel_cache::global().stats().memory_hits;
+  const auto b = r1_again.compile(vectors(1000));
+  EXPECT_EQ(a[0].get(), b[0].get());
+  EXPECT_EQ(cu::kernel_cache::global().stats().memory_hits, hits + 1);
+  // Kernels take extents as arguments: another length of the same rank is the same program.
+  EXPECT_EQ(r1.compile(vectors(123457))[0].get(), a[0].get());
+  const auto c = r2.compile(vectors(1000));
+  EXPECT_NE(c[0].get(), a[0].get());
+  EXPECT_NE(c[0]->key(), a[0]->key());
+  // Other options are other programs.
+  cu::nvrtc_options o = ptx_options();
+  o.arch = "compute_80";
+  const auto d = cu::graph_runner(w1_graph(), o).compile(vectors(1000));
+  EXPECT_NE(d[0]->key(), a[0]->key());
+  EXPECT_NE(d[0]->image().find(".target sm_80"), std::string::npos);
+}
+
+TEST(NvrtcCache, DiskCacheIsWrittenAtomicallyAndRead) {
+  const auto dir = std::filesystem::temp_directory_path() / ("symflow_nvrtc_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  cu::nvrtc_options o = ptx_options();
+  o.cache_dir = dir.string();
+  const cu::graph_runner r(w2_graph(), o);
+  cu::kernel_cache::global().clear();
+  const auto first = r.compile(vectors(10));
+  EXPECT_EQ(cu::kernel_cache::global().stats().compiled, 1u);
+  EXPECT_FALSE(first[0]->loaded_from_disk());
+  const auto file = dir / (first[0]->key() + ".ptx");
+  ASSERT_TRUE(std::filesystem::exists(file));
+  std::size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    ++entries;
+    EXPECT_EQ(e.path().extension(), ".ptx") << e.path();  // no temporary file left behind
+  }
+  EXPECT_EQ(entries, 1u);
+  cu::kernel_cache::global().clear();
+  const auto second = r.compile(vectors(10));
+  EXPECT_TRUE(second[0]->loaded_from_disk());
+  EXPECT_EQ(cu::kernel_cache::global().stats().disk_hits, 1u);
+  EXPECT_EQ(cu::kernel_cache::global().stats().compiled, 0u);
+  EXPECT_EQ(second[0]->image(), first[0]->image());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(NvrtcCodegen, BadFeedsAreRefusedBeforeAnyWork) {
+  const cu::graph_runner r(w1_graph(), ptx_options());
+  cu::input_specs in = vectors(10);
+  in.erase("c");
+  EXPECT_THROW(r.kernels(in), value_error);
+  in = vectors(10);
+  in["c"] = {dtype::f32, {11}};
+  EXPECT_THROW(r.kernels(in), shape_error);  // cannot broadcast [10] and [11]
+  in["c"] = {dtype::f64, {10}};
+  EXPECT_THROW(r.kernels(in), shape_error);  // the graph expects f32
+}
+
+// ---------------------------------------------------------------------------------------------
+// With a GPU
+
+class NvrtcGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cu::device_available()) GTEST_SKIP() << "symflow::cuda: GPU test skipped, " << cu::device_description();
+  }
+};
+
+runtime_tensor random_runtime(dtype d, runtime_extents e, std::uint32_t seed) {
+  runtime_tensor t(d, std::move(e));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  for (std::size_t i = 0; i < t.size(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+double relative_error(const runtime_tensor& gpu, const runtime_tensor& cpu) {
+  EXPECT_EQ(gpu.type(), cpu.type());
+  EXPECT_EQ(gpu.extents(), cpu.extents());
+  if (gpu.type() != dtype::f32 || gpu.extents() != cpu.extents()) return 1e30;
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const double a = gpu.data<float>()[i], b = cpu.data<float>()[i];
+    diff += (a - b) * (a - b);
+    norm += b * b;
+  }
+  return norm ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+void expect_matches_interpreter(const graph& g, const runtime_feeds& feeds, const cu::nvrtc_options& o = {}) {
+  const interpreter cpu(g);
+  const auto want = cpu.run(feeds);
+  const cu::graph_runner gpu(g, o);
+  cu::graph_feeds dfeeds;
+  for (const auto& [name, t] : feeds) dfeeds.emplace(name, t);
+  const auto got = gpu.run_to_host(dfeeds);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) EXPECT_LT(relative_error(got[k], want[k]), 1e-5) << "output " << k;
+  EXPECT_GE(gpu.last_stats().kernels_launched, 1u);
+}
+
+runtime_feeds vector_feeds(std::size_t n) {
+  runtime_feeds f;
+  std::uint32_t seed = 10;
+  for (const char* name : {"a", "b", "c", "d"}) f.emplace(name, random_runtime(dtype::f32, {n}, seed++));
+  return f;
+}
+
+TEST_F(NvrtcGpu, W1MatchesTheInterpreter) {
+  expect_matches_interpreter(w1_graph(), vector_feeds(100003));
+  expect_matches_interpreter(w1_graph(), vector_feeds(1));
+}
+
+TEST_F(NvrtcGpu, W2MatchesTheInterpreter) { expect_matches_interpreter(w2_graph(), vector_feeds(100003)); }
+
+TEST_F(NvrtcGpu, BroadcastsAndUnfusedRunsMatchTheInterpreter) {
+  graph_builder b;
+  auto x = b.input("x", dtype::f32, {-1, 21});
+  auto row = b.input("row", dtype::f32, {21});
+  auto col = b.input("col", dtype::f32, {-1, 1});
+  const graph g = b.build({tanh(x * row) - col, sigmoid(col * 2.0)});
+  runtime_feeds f;
+  f.emplace("x", random_runtime(dtype::f32, {333, 21}, 1));
+  f.emplace("row", random_runtime(dtype::f32, {21}, 2));
+  f.emplace("col", random_runtime(dtype::f32, {333, 1}, 3));
+  expect_matches_interpreter(g, f);
+  cu::nvrtc_options unfused;
+  unfused.fuse = false;
+  expect_matches_interpreter(g, f, unfused);
+}
+
+TEST_F(NvrtcGpu, MlpForwardMatchesTheInterpreter) {
+  runtime_feeds f;
+  f.emplace("x", random_runtime(dtype::f32, {64, 784}, 5));
+  expect_matches_interpreter(mlp_graph(), f);
+  // Both matmuls through cuBLAS; the log_softmax reductions on the host.
+  const cu::graph_runner r(mlp_graph());
+  r.run(cu::graph_feeds{{"x", f.at("x")}});
+  EXPECT_EQ(r.last_stats().device_nodes, 2u);
+  EXPECT_EQ(r.last_stats().host_nodes, 2u);
+}
+
+TEST_F(NvrtcGpu, GraphsLoadedFromFilesMatchTheInterpreter) {
+  runtime_feeds f;
+  f.emplace("x", random_runtime(dtype::f32, {32, 784}, 6));
+  const graph g = mlp_graph();
+  expect_matches_interpreter(load_graph_binary(save_graph_binary(g, {.embed_parameters = true})), f);
+#if defined(SYMFLOW_TEST_HAVE_JSON)
+  expect_matches_interpreter(load_graph_json(save_graph_json(g)), f);
+#endif
+}
+
+TEST_F(NvrtcGpu, DeviceFeedsAreReadInPlaceAndTheDiskCacheServesAFreshProcess) {
+  const auto dir = std::filesystem::temp_directory_path() / ("symflow_nvrtc_gpu_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  cu::nvrtc_options o;
+  o.cache_dir = dir.string();
+  const auto feeds = vector_feeds(4099);
+  cu::graph_feeds dfeeds;
+  for (const auto& [name, t] : feeds) dfeeds.emplace(name, cu::device_array::from_host(t));
+  const auto want = interpreter(w2_graph()).run(feeds);
+  cu::kernel_cache::global().clear();
+  const auto got = cu::graph_runner(w2_graph(), o).run(dfeeds);
+  EXPECT_LT(relative_error(got[0].to_host(), want[0]), 1e-5);
+  cu::kernel_cache::global().clear();  // as a new process would start
+  const auto again = cu::graph_runner(w2_graph(), o).run(dfeeds);
+  EXPECT_EQ(cu::kernel_cache::global().stats().disk_hits, 1u);
+  EXPECT_LT(relative_error(again[0].to_host(), want[0]), 1e-5);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

@@ -7,6 +7,7 @@
 //   compiled_eval   - eval, a fresh result per call: the interpreter also allocates its outputs per run
 //   interpreter/tile:T - the expression's graph saved to the binary form and loaded back, run by an
 //                     interpreter built once (`run`: new output tensors per call), tiles of T elements
+//                     (tile:-1: the default options, which choose the tile per pass)
 //   interpreter_into/tile:T - the same with `run_into`, the outputs kept between calls (as eval_into)
 //   interpreter_unfused - run_into with one pass over memory per op (intermediates are new per call)
 // plus the memory floors of bench/elementwise: out = a+b+c+d with ordinary and with streaming stores.
@@ -94,10 +95,11 @@ void compiled_eval(benchmark::State& state) {
   });
 }
 
-// Argument: the tile size in elements; 0 runs unfused.
+// Argument: the tile size in elements; 0 runs unfused, -1 with the default options (the tile chosen
+// per pass: 128 elements for these 2^24-element passes).
 interpreter interpreter_for(const graph& g, std::int64_t tile) {
   interpreter_options options;  // field by field: designated initialisers warn about every member left out
-  options.fuse = tile > 0;
+  options.fuse = tile != 0;
   if (tile > 0) options.tile_elements = std::size_t(tile);
   return interpreter(g, options);
 }
@@ -139,7 +141,8 @@ double min_of(const std::vector<double>& v) { return *std::min_element(v.begin()
 
 #define SYMFLOW_BENCH(fn, name) \
   BENCHMARK(fn)->Name(name)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", min_of)
-#define SYMFLOW_BENCH_TILES(fn, name) SYMFLOW_BENCH(fn, name)->ArgName("tile")->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)
+#define SYMFLOW_BENCH_TILES(fn, name) \
+  SYMFLOW_BENCH(fn, name)->ArgName("tile")->Arg(-1)->Arg(128)->Arg(256)->Arg(512)->Arg(2048)
 
 SYMFLOW_BENCH(read4_write1, "BM_floor/read4_write1");
 SYMFLOW_BENCH(read4_write1_streaming, "BM_floor/read4_write1_streaming");

@@ -288,10 +288,9 @@ void run_one_pass(Ctx& ctx, group_frame f, const std::array<T*, sizeof...(Ev)>& 
       }
     });
   }
-  place([&] {
-    std::string text = std::string(dense ? "one_pass_dense_kernel" : "one_pass_strided_kernel") + ", " +
-                       launch_shape(blocks, dev::block_threads) + ", on " + current_device_name() + ": " +
-                       std::to_string(sizeof...(Ev)) + " outputs over " + std::string(dtype_name(dtype_v<T>)) + "[";
+  // The group as the placement log and the profile name it, after their own prefixes.
+  const auto group_text = [&](std::string text) {
+    text += std::to_string(sizeof...(Ev)) + " outputs over " + std::string(dtype_name(dtype_v<T>)) + "[";
     for (std::size_t a = 0; a < f.rank; ++a) {
       if (a) text += ',';
       text += std::to_string(f.extents[a]);
@@ -299,18 +298,13 @@ void run_one_pass(Ctx& ctx, group_frame f, const std::array<T*, sizeof...(Ev)>& 
     text += "]";
     each([&](auto k, auto& ev) { text += std::string("; #") + std::to_string(k.value + 1) + " " + one_pass_member_text(ev); });
     return text;
+  };
+  const char* kernel_name = dense ? "one_pass_dense_kernel" : "one_pass_strided_kernel";
+  place([&] {
+    return group_text(std::string(kernel_name) + ", " + launch_shape(blocks, dev::block_threads) + ", on " + current_device_name() + ": ");
   });
   const profile_region timed(s, [&] {
-    std::string text = std::string(dense ? "one_pass_dense_kernel" : "one_pass_strided_kernel") +
-                       (R > 0 ? " + one_pass_finish_kernel" : "") + (Check ? " (checked)" : "") + ": " +
-                       std::to_string(sizeof...(Ev)) + " outputs over " + std::string(dtype_name(dtype_v<T>)) + "[";
-    for (std::size_t a = 0; a < f.rank; ++a) {
-      if (a) text += ',';
-      text += std::to_string(f.extents[a]);
-    }
-    text += "]";
-    each([&](auto k, auto& ev) { text += std::string("; #") + std::to_string(k.value + 1) + " " + one_pass_member_text(ev); });
-    return text;
+    return group_text(std::string(kernel_name) + (R > 0 ? " + one_pass_finish_kernel" : "") + (Check ? " (checked)" : "") + ": ");
   });
   [&]<class... M>(const dev::pack<M...>& m) {
     if (dense) {

@@ -116,7 +116,7 @@ TEST(GraphLowering, LiteralsKeepTheirValueAndWhetherTheTypeHoldsIt) {
   std::vector<attribute_value> values;
   std::vector<bool> statics;
   for (const auto& n : g.nodes)
-    if (n.op == "literal") {
+    if (n.is_literal()) {
       values.push_back(*n.attribute("value"));
       statics.push_back(std::get<bool>(*n.attribute("static")));
     }

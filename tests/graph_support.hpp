@@ -32,7 +32,7 @@ inline std::string graph_string(const graph& g, std::uint32_t id) {
   if (id < ni + np) return g.parameters[id - ni].name + ":" + graph_type_string(g.parameters[id - ni].type);
   if (id < ni + np + nc) return "constant:" + graph_type_string(g.constants[id - ni - np].type);
   const graph_node& n = g.nodes[id - g.first_node_id()];
-  if (n.op == "literal") {
+  if (n.is_literal()) {
     std::ostringstream os;
     const attribute_value& v = *n.attribute("value");
     switch (n.type.type) {

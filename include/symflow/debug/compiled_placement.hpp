@@ -17,7 +17,7 @@ void log_compiled_placement(const std::tuple<const E&...>& exprs) {
   const graph g = std::apply([](const auto&... e) { return to_graph(e...); }, exprs);
   std::string ops, results;
   for (const auto& n : g.nodes)
-    if (n.op != "literal") ops += (ops.empty() ? "" : ", ") + n.op + " '" + n.name + "'";
+    if (!n.is_literal()) ops += (ops.empty() ? "" : ", ") + n.op + " '" + n.name + "'";
   for (auto o : g.outputs) results += (results.empty() ? "" : ", ") + graph_type_string(g.type_of(o));
   log_host_placement("cpu (" + std::to_string(cpu::max_threads()) + " threads): compiled evaluation of [" + ops +
                      "] -> " + results);

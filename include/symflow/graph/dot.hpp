@@ -74,7 +74,7 @@ inline std::string to_dot(const graph& g) {
                               "\", shape=note];");
   for (const auto& n : g.nodes) {
     std::string label = n.op;
-    if (n.op == "literal") {
+    if (n.is_literal()) {
       if (const auto* v = n.attribute("value")) {
         std::visit(
             [&](const auto& x) {

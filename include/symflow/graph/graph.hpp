@@ -93,6 +93,10 @@ struct graph_constant {
   bool operator==(const graph_constant&) const = default;
 };
 
+// A literal is a graph node kind of its own (a scalar value written in the node's attributes), not an
+// op: it has no runtime op and no derivative rule.
+inline constexpr std::string_view literal_node_op = "literal";
+
 // out = op[attributes](inputs...)
 struct graph_node {
   std::string op;    // the op's own name: "add", "matmul", "sum", "transpose", "literal", ...
@@ -102,6 +106,8 @@ struct graph_node {
   graph_type type;
   graph_location where;
   bool operator==(const graph_node&) const = default;
+
+  bool is_literal() const { return op == literal_node_op; }
 
   const attribute_value* attribute(std::string_view key) const {
     for (const auto& a : attributes)

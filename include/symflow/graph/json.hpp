@@ -423,7 +423,7 @@ inline graph load_graph_json(std::string_view text) {
     n.type = json_reader::type(o, path);
     n.where = json_reader::location(o, path);
     // A floating literal's value may be written as an integer or as "nan"/"inf"/"-inf".
-    if (n.op == "literal" && (n.type.type == dtype::f32 || n.type.type == dtype::f64))
+    if (n.is_literal() && (n.type.type == dtype::f32 || n.type.type == dtype::f64))
       for (auto& a : n.attributes)
         if (a.key == "value" && !std::holds_alternative<double>(a.value)) {
           if (auto* s = std::get_if<std::string>(&a.value)) a.value = json_reader::floating(*s, path + "/attrs/value");

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
+#include "../expr/known_function.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
 #endif
@@ -16,6 +17,7 @@ struct add_op : same_dtype_result {
     return a + b;
   }
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr known_function computes = known_function::addition;
   template <class P>
   static P packet(const P& a, const P& b) {
     return simd::pm::padd(a, b);

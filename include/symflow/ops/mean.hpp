@@ -1,9 +1,11 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <limits>
 
 #include "../expr/reduction.hpp"
 #include "../expr/leaves.hpp"
 #include "packet_math.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
@@ -17,6 +19,7 @@ struct mean_op {
   SYMFLOW_HD static T combine(T a, T b) {
     return a + b;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet_combine(const P& a, const P& b) {
     return simd::pm::padd(a, b);
@@ -34,12 +37,15 @@ struct mean_op {
   }
   // Linear: the tangent of the result is the same reduction of the operand's tangent.
   static constexpr bool linear = true;
+#endif
   template <class T>
   SYMFLOW_HD static T finish(T acc, [[maybe_unused]] std::size_t count) {
     return count ? T(acc / T(count)) : std::numeric_limits<T>::quiet_NaN();
   }
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 inline constexpr reduction_function<ops::mean_op> mean{};
+#endif
 }  // namespace symflow

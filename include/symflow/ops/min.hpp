@@ -1,9 +1,11 @@
 #pragma once
+#ifndef SYMFLOW_SCALAR_ONLY
 #include <limits>
 
 #include "../expr/reduction.hpp"
 #include "../expr/leaves.hpp"
 #include "packet_math.hpp"
+#endif
 
 namespace symflow {
 namespace ops {
@@ -17,6 +19,7 @@ struct min_op {
   SYMFLOW_HD static T combine(T a, T b) {
     return a <= b ? a : b;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet_combine(const P& a, const P& b) {
     return simd::pm::pmin(a, b);
@@ -37,12 +40,15 @@ struct min_op {
   static auto tangent_operand(const TX& tx, const Y& y, const X& x) {
     return where(equal(x, y), tx, zero<value_type_of<X>>{});
   }
+#endif
   template <class T>
   SYMFLOW_HD static T finish(T acc, [[maybe_unused]] std::size_t count) {
     return acc;
   }
 };
 }  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
 
 inline constexpr reduction_function<ops::min_op> min{};
+#endif
 }  // namespace symflow

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
+#include "../expr/known_function.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
 #endif
@@ -16,6 +17,7 @@ struct relu_op : same_dtype_result {
     return x > T(0) ? x : T(0);
   }
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr known_function computes = known_function::relu;
   template <class P>
   static P packet(const P& x) {
     return simd::pm::pmax(x, simd::pm::pzero(x));

@@ -71,7 +71,7 @@ class graph_builder {
     if (type == dtype::boolean) v = value != 0;
     else if (type == dtype::f32 || type == dtype::f64) v = value;
     else v = std::int64_t(value);
-    return add_node(graph_node{"literal", scoped("literal"), {{"value", v}, {"static", is_static}}, {}, graph_type{type, {}}, {}});
+    return add_node(graph_node{std::string(literal_node_op), scoped(std::string(literal_node_op)), {{"value", v}, {"static", is_static}}, {}, graph_type{type, {}}, {}});
   }
   graph_handle literal_like(double value, const graph_handle& like) { return literal(value, like.value_type()); }
 
@@ -237,7 +237,7 @@ class graph_builder {
   // A graph lowered from a type may leave an extent unknown that its operands decide (a slice of a
   // static shape): the ops' runtime rules fill it in, so later rules see it.
   void refine_type(graph_node& n) const {
-    const runtime_op* op = n.op == "literal" ? nullptr : find_runtime_op(n.op);
+    const runtime_op* op = n.is_literal() ? nullptr : find_runtime_op(n.op);
     if (!op) return;
     std::vector<graph_handle> inputs;
     for (auto i : n.inputs) inputs.push_back(graph_handle{const_cast<graph_builder*>(this), i});

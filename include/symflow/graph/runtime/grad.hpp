@@ -155,7 +155,7 @@ std::vector<std::optional<graph_handle>> splice(graph_builder& b, const rule_fra
   for (const auto& in : body.inputs) value.push_back(bind(in.name));
   for (const auto& c : body.constants) value.push_back(b.constant(c.data));
   for (const auto& n : body.nodes) {
-    if (n.op == "literal") {
+    if (n.is_literal()) {
       const attribute_value* v = n.attribute("value");
       const attribute_value* s = n.attribute("static");
       double x = 0;
@@ -231,7 +231,7 @@ inline graph differentiate(const graph& g, const std::vector<std::string>& wrt) 
   for (std::uint32_t id = loss + 1; id-- > 0;) {
     if (!adjoint[id] || !needed[id] || !b.is_node(id)) continue;
     const graph_node n = b.node(id);  // a copy: adding nodes may move the builder's storage
-    if (n.op == "literal") continue;
+    if (n.is_literal()) continue;
     const derivative_rule* rule = find_derivative_rule(n.op);
     if (!rule) throw graph_error("differentiate: no derivative rule for op '" + n.op + "' (node '" + n.name + "')");
     std::vector<graph_handle> x;

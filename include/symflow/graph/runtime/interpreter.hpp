@@ -108,7 +108,7 @@ class interpreter {
   explicit interpreter(graph g, interpreter_options options = {}) : graph_(std::move(g)), options_(options) {
     validate(graph_, "interpreter");
     for (const auto& n : graph_.nodes)
-      if (n.op != "literal" && !find_runtime_op(n.op))
+      if (!n.is_literal() && !find_runtime_op(n.op))
         throw graph_error("interpreter: node '" + n.name + "': no runtime form for op '" + n.op + "'");
   }
 
@@ -272,12 +272,12 @@ class interpreter {
       for (auto o : g.outputs) ++uses[o];
       if (self.options_.trace)
         for (std::uint32_t id = std::uint32_t(first_node); id < values.size(); ++id)
-          if (node(id).op != "literal" && self.options_.trace->level_for(node(id).name) != trace_level::none)
+          if (!node(id).is_literal() && self.options_.trace->level_for(node(id).name) != trace_level::none)
             ++uses[id];  // stored, and kept until the run ends
     }
 
     void record(std::uint32_t id) {
-      if (!self.options_.trace || node(id).op == "literal") return;
+      if (!self.options_.trace || node(id).is_literal()) return;
       const auto& n = node(id);
       const trace_level level = self.options_.trace->level_for(n.name);
       if (level == trace_level::none) return;
@@ -305,9 +305,9 @@ class interpreter {
       }
       const auto& n = node(id);
       for (auto i : n.inputs) ensure(i);
-      if (n.op == "literal") run_node(id);
+      if (n.is_literal()) run_node(id);
       else account([&] { return n.op + " '" + n.name + "' -> " + value_type_string(id); }, [&] { run_node(id); });
-      if (checking && n.op != "literal") check_finite(id);
+      if (checking && !n.is_literal()) check_finite(id);
       record(id);
       release_inputs_of({id}, -1);
     }
@@ -344,7 +344,7 @@ class interpreter {
     void run_node(std::uint32_t id) {
       const auto& n = node(id);
       const node_attributes attrs(n);
-      if (n.op == "literal") {
+      if (n.is_literal()) {
         slot& v = fresh(id);
         const attribute_value* a = n.attribute("value");
         visit_dtype(v.type, [&](auto t) {

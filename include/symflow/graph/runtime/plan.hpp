@@ -45,7 +45,7 @@ inline void infer_node_types(const graph& g, value_types& t) {
       in_types.push_back(t.type[i]);
       in_extents.push_back(t.extents[i]);
     }
-    if (n.op == "literal") {
+    if (n.is_literal()) {
       t.type[id] = n.type.type;
       t.extents[id] = {};
     } else {

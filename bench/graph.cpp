@@ -10,6 +10,8 @@
 //                     (tile:-1: the default options, which choose the tile per pass)
 //   interpreter_into/tile:T - the same with `run_into`, the outputs kept between calls (as eval_into)
 //   interpreter_unfused - run_into with one pass over memory per op (intermediates are new per call)
+//   interpreter_native_into/tile:T - run_into with the fused pass run by generated code
+//                     (interpreter_options::native_passes; compiled before timing starts)
 // plus the memory floors of bench/elementwise: out = a+b+c+d with ordinary and with streaming stores.
 // Ratios are only meaningful within one run (docs/benchmarks.md, "Graph interpreter").
 #include <benchmark/benchmark.h>
@@ -97,10 +99,11 @@ void compiled_eval(benchmark::State& state) {
 
 // Argument: the tile size in elements; 0 runs unfused, -1 with the default options (the tile chosen
 // per pass: 128 elements for these 2^24-element passes).
-interpreter interpreter_for(const graph& g, std::int64_t tile) {
+interpreter interpreter_for(const graph& g, std::int64_t tile, bool native = false) {
   interpreter_options options;  // field by field: designated initialisers warn about every member left out
   options.fuse = tile != 0;
   if (tile > 0) options.tile_elements = std::size_t(tile);
+  options.native_passes = native;
   return interpreter(g, options);
 }
 
@@ -120,6 +123,23 @@ void interpreted_into(benchmark::State& state) {
   auto& s = data();
   const interpreter run = interpreter_for(loaded_graph(Expr), state.range(0));
   std::vector<runtime_tensor> outputs;
+  measure(state, [&] {
+    run.run_into(outputs, s.feeds);
+    benchmark::DoNotOptimize(outputs[0].bytes());
+  });
+  state.counters["passes"] = double(run.last_stats().fused_groups);
+}
+
+template <const auto& Expr>
+void interpreted_native_into(benchmark::State& state) {
+  auto& s = data();
+  const interpreter run = interpreter_for(loaded_graph(Expr), state.range(0), true);
+  std::vector<runtime_tensor> outputs;
+  run.run_into(outputs, s.feeds);  // compiles (or loads) the pass
+  if (run.last_stats().native_passes != 1) {
+    state.SkipWithError(("no generated pass: " + pass_library::global().last_error()).c_str());
+    return;
+  }
   measure(state, [&] {
     run.run_into(outputs, s.feeds);
     benchmark::DoNotOptimize(outputs[0].bytes());
@@ -151,11 +171,13 @@ SYMFLOW_BENCH(compiled_eval<w1>, "BM_W1/compiled_eval");
 SYMFLOW_BENCH_TILES(interpreted<w1>, "BM_W1/interpreter");
 SYMFLOW_BENCH_TILES(interpreted_into<w1>, "BM_W1/interpreter_into");
 SYMFLOW_BENCH(interpreted_into<w1>, "BM_W1/interpreter_unfused")->ArgName("tile")->Arg(0);
+SYMFLOW_BENCH_TILES(interpreted_native_into<w1>, "BM_W1/interpreter_native_into");
 SYMFLOW_BENCH(compiled_into<w2>, "BM_W2/compiled_into");
 SYMFLOW_BENCH(compiled_eval<w2>, "BM_W2/compiled_eval");
 SYMFLOW_BENCH_TILES(interpreted<w2>, "BM_W2/interpreter");
 SYMFLOW_BENCH_TILES(interpreted_into<w2>, "BM_W2/interpreter_into");
 SYMFLOW_BENCH(interpreted_into<w2>, "BM_W2/interpreter_unfused")->ArgName("tile")->Arg(0);
+SYMFLOW_BENCH_TILES(interpreted_native_into<w2>, "BM_W2/interpreter_native_into");
 
 }  // namespace
 

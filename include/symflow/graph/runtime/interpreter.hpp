@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -26,6 +28,7 @@
 #include "../../debug/placement_log.hpp"
 #include "../../debug/trace.hpp"
 #include "op_table.hpp"
+#include "pass_compiler.hpp"
 #include "plan.hpp"
 #include "run_options.hpp"
 #include "value.hpp"
@@ -459,8 +462,7 @@ class interpreter {
           if (stored[k]) bytes += element_count(values[members[k]].extents) * dtype_size(values[members[k]].type);
         tile_wanted = bytes >= (std::size_t(2) << 20) ? 128 : 512;
       }
-      const std::size_t tile = (std::max<std::size_t>(packet_grid, tile_wanted) + packet_grid - 1) /
-                               packet_grid * packet_grid;
+      std::size_t tile = (std::max<std::size_t>(packet_grid, tile_wanted) + packet_grid - 1) / packet_grid * packet_grid;
 
       // The group as a program, built once per run: step k runs member k's kernel with operands
       // read through a pointer table (externals first, then members) and its result in a tile
@@ -539,6 +541,12 @@ class interpreter {
         flat_step[k] = splat_all[k] ? 0 : dstrides[k][0] * dtype_size(values[externals[k]].type);
       }
 
+      const pass_function native = native_pass(gi, externals, steps, stored);
+      if (native) ++stats.native_passes;
+      // A generated pass keeps its members in registers and reads its inputs as it computes (no
+      // bursts of one op over a tile), so small tiles gain nothing and cost calls.
+      if (native && self.options_.tile_elements == 0) tile = native_pass_tile;
+
       if (total == 0) return;
       std::atomic<bool> nonfinite{false};
       const std::size_t packet_end = inner / packet_grid * packet_grid;
@@ -552,6 +560,7 @@ class interpreter {
         bool ready = false;
         std::vector<aligned_buffer<unsigned char>> buffers, splats;
         std::vector<const void*> ptr;
+        std::vector<void*> out;  // a native pass's stored tiles
         std::vector<std::size_t> index;
       };
       std::vector<lane> lanes(std::size_t(std::max(1, cpu::max_threads())));
@@ -607,6 +616,22 @@ class interpreter {
             }
           }
           const void** const ptr = ln.ptr.data();
+          if (native) {
+            // Stored members go straight to their storage (streamed ones with streaming stores).
+            ln.out.clear();
+            for (std::size_t k = 0; k < nm; ++k)
+              if (stored[k]) ln.out.push_back(steps[k].storage + pos * steps[k].esize);
+            native(ptr, ln.out.data(), n);
+            for (std::size_t k = 0, j = 0; k < nm; ++k) {
+              if (!stored[k]) continue;
+              const step& st = steps[k];
+              streamed = streamed || st.stream;
+              if (st.check && !all_finite(st.type, ln.out[j], n)) nonfinite.store(true, std::memory_order_relaxed);
+              ++j;
+            }
+            pos += n;
+            continue;
+          }
           for (const step& st : steps) {
             if (st.buffer < 0) ptr[st.out] = st.storage + pos * st.esize;
             void* out = const_cast<void*>(ptr[st.out]);
@@ -627,7 +652,7 @@ class interpreter {
             std::string ops;
             for (auto m : members) ops += (ops.empty() ? "" : ", ") + node(m).op + " '" + node(m).name + "'";
             return "fused pass [" + ops + "] over " + std::string(dtype_name(values[members.back()].type)) +
-                   format_extents(E) + ", tile " + std::to_string(tile);
+                   format_extents(E) + ", tile " + std::to_string(tile) + (native ? ", generated code" : "");
           },
           [&] { cpu::parallel_chunks(total, tile, body); });
       if (nonfinite.load()) {
@@ -639,6 +664,57 @@ class interpreter {
         if (stored[k]) record(members[k]);
       }
       release_inputs_of(members, gi);
+    }
+
+    // The generated pass for a group (pass_codegen.hpp), when switched on and the group qualifies:
+    // two or more members, every member and operand of one floating-point dtype. `Step` is
+    // run_group's step (operands as pointer-table indices: externals first, then members).
+    template <class Step>
+    pass_function native_pass(int gi, const std::vector<std::uint32_t>& externals, const std::vector<Step>& steps,
+                              const std::vector<bool>& stored) {
+      const auto& members = groups[std::size_t(gi)].members;
+      if (!self.options_.native_passes.value_or(native_passes_enabled()) || members.size() < 2) return nullptr;
+      const dtype type = values[members.front()].type;
+      if (type != dtype::f32 && type != dtype::f64) return nullptr;
+      for (auto m : members)
+        if (values[m].type != type) return nullptr;
+      for (auto x : externals)
+        if (values[x].type != type) return nullptr;
+      const std::size_t nx = externals.size();
+      std::vector<pass_member> generated;
+      std::vector<std::size_t> stored_positions;
+      std::vector<bool> streamed;
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        const graph_node& n = node(members[k]);
+        pass_member m{n.op, kernels[members[k]]->op_type(), kernels[members[k]]->packet, {}, n.op + " '" + n.name + "'"};
+        for (std::size_t j = 0; j < n.inputs.size(); ++j) {
+          const std::size_t at = steps[k].in[j];
+          m.operands.push_back(at < nx ? pass_operand{false, at} : pass_operand{true, at - nx});
+        }
+        generated.push_back(std::move(m));
+        if (stored[k]) {
+          stored_positions.push_back(k);
+          streamed.push_back(steps[k].stream);
+        }
+      }
+      pass_library& library = pass_library::global();
+      const pass_function f =
+          library.get(generate_pass_source(type, nx, generated, stored_positions, streamed), self.options_.compiler);
+      if (!f) warn_native_pass_unavailable(library.last_error());
+      return f;
+    }
+    static constexpr std::size_t native_pass_tile = 512;
+    static bool native_passes_enabled() {
+      static const bool on = [] {
+        const char* v = std::getenv("SYMFLOW_NATIVE_PASSES");
+        return v && std::string(v) == "1";
+      }();
+      return on;
+    }
+    static void warn_native_pass_unavailable(const std::string& why) {
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true))
+        std::fprintf(stderr, "symflow: the interpreter runs its fused passes op by op: %s\n", why.c_str());
     }
 
     // A value with NaN or infinities: in a fused run, re-run node by node to find the node that

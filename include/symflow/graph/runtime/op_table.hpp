@@ -15,6 +15,7 @@
 #include "../../eval/cpu/evaluators.hpp"
 #include "../graph.hpp"
 #include "../op_registry.hpp"
+#include "type_spelling.hpp"
 #include "value.hpp"
 
 namespace symflow {
@@ -59,9 +60,18 @@ using tile_function = void (*)(const void* const* in, void* out, std::size_t n);
 struct elementwise_kernel {
   dtype result;
   tile_function run;
+  // What a generated pass needs to call the same function (graph/runtime/pass_codegen.hpp): the op's
+  // C++ type with its attributes applied, and whether run uses its SIMD packet function over the
+  // whole packets of a tile (else its scalar function everywhere).
+  std::string (*op_type)() = nullptr;
+  bool packet = false;
 };
 
 namespace runtime_detail {
+
+template <class Op, class R, class... In>
+inline constexpr bool tile_uses_packets =
+    (std::is_same_v<In, R> && ...) && std::is_floating_point_v<R> && cpu::detail::has_packet<Op, R, sizeof...(In)>;
 
 template <class Op, class R, class... In>
 void tile_kernel(const void* const* in, void* out, std::size_t n) {
@@ -69,8 +79,7 @@ void tile_kernel(const void* const* in, void* out, std::size_t n) {
     R* o = static_cast<R*>(out);
     const std::tuple<const In*...> p{static_cast<const In*>(in[I])...};
     std::size_t i = 0;
-    if constexpr ((std::is_same_v<In, R> && ...) && std::is_floating_point_v<R> &&
-                  cpu::detail::has_packet<Op, R, sizeof...(In)>) {
+    if constexpr (tile_uses_packets<Op, R, In...>) {
       using P = simd::packet_t<R>;
       constexpr std::size_t width = simd::packet_size<R>;
       for (; i + width <= n; i += width)
@@ -95,7 +104,8 @@ std::optional<elementwise_kernel> pick_kernel(const std::vector<dtype>& in) {
   if constexpr (sizeof...(Ts) == arity<Op>) {
     if constexpr (Op::template accepts<Ts...>) {
       using R = typename Op::template result_type<Ts...>;
-      return elementwise_kernel{dtype_v<R>, &tile_kernel<Op, R, Ts...>};
+      return elementwise_kernel{dtype_v<R>, &tile_kernel<Op, R, Ts...>, &type_spelling<Op>,
+                                tile_uses_packets<Op, R, Ts...>};
     } else {
       return std::nullopt;
     }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../../debug/trace.hpp"
+#include "pass_compiler.hpp"
 
 namespace symflow {
 
@@ -25,6 +26,12 @@ struct interpreter_options {
   const trace_spec* trace = nullptr;
   // Time every unit of work (fused pass, reduction, view, kernel) into last_profile().
   bool profile = false;
+  // Fused passes of two or more members run as code generated for the group and compiled by the
+  // system's C++ compiler (pass_compiler.hpp: once per structure, cached on disk), every member's
+  // value in registers, with the same results bit for bit. Groups it cannot build, or that mix
+  // dtypes, run as above. Unset: on when the environment has SYMFLOW_NATIVE_PASSES=1.
+  std::optional<bool> native_passes;
+  pass_compiler_options compiler;
 };
 
 // Where a run spent its time, one entry per unit of work, in evaluation order.
@@ -61,6 +68,7 @@ struct interpreter_stats {
   std::size_t fused_groups = 0;         // elementwise passes over memory
   std::size_t fused_nodes = 0;          // elementwise nodes they computed
   std::size_t materialised_values = 0;  // values written to memory (group outputs, views, kernels, reductions)
+  std::size_t native_passes = 0;        // fused passes run by generated code
 };
 
 }  // namespace symflow

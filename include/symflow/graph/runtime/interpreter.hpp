@@ -28,7 +28,7 @@
 #include "../../debug/placement_log.hpp"
 #include "../../debug/trace.hpp"
 #include "op_table.hpp"
-#include "pass_compiler.hpp"
+#include "fused_pass.hpp"
 #include "plan.hpp"
 #include "run_options.hpp"
 #include "value.hpp"
@@ -71,32 +71,6 @@ inline void copy_strided(const char* src, const runtime_layout& l, char* dst, st
       index[i] = 0;
     }
   }
-}
-
-// Streaming (non-temporal) stores, as compiled run_map uses them for large outputs: whether this
-// target has them for the float packet, and a copy of `bytes` from a tile buffer to `dst` with them
-// where dst is packet-aligned (ordinary stores for the unaligned head and the tail). Plain moves, so
-// any dtype's bits are copied unchanged. The caller fences (cpu::detail::stream_fence) before the
-// values are read by another thread.
-using stream_packet = simd::packet_t<float>;
-inline constexpr bool can_stream =
-    decltype(cpu::detail::stream_store(std::declval<float*>(), std::declval<const stream_packet&>()))::value;
-
-inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
-  char* d = static_cast<char*>(dst);
-  const char* s = static_cast<const char*>(src);
-  if constexpr (can_stream) {
-    constexpr std::size_t w = sizeof(stream_packet);
-    const std::size_t head = std::min(bytes, (w - reinterpret_cast<std::uintptr_t>(d) % w) % w);
-    std::memcpy(d, s, head);
-    d += head;
-    s += head;
-    bytes -= head;
-    for (; bytes >= w; d += w, s += w, bytes -= w)
-      cpu::detail::stream_store(reinterpret_cast<float*>(d),
-                                simd::pm::ploadu<stream_packet>(reinterpret_cast<const float*>(s)));
-  }
-  std::memcpy(d, s, bytes);
 }
 
 inline bool is_contiguous(const runtime_layout& l) {
@@ -394,9 +368,8 @@ class interpreter {
       }
     }
 
-    // One pass over the group's extents: per tile, each member's SIMD loop in order; unstored members
-    // live in per-thread tile buffers (reused like registers), stored ones are written to their
-    // storage (large ones with streaming stores).
+    // One pass over the group's extents (fused_pass.hpp); stored members are written to their
+    // storage, the others live in tile buffers or registers.
     void run_group(int gi) {
       group& gr = groups[gi];
       const auto& members = gr.members;
@@ -416,246 +389,32 @@ class interpreter {
       ++stats.fused_groups;
       stats.fused_nodes += members.size();
 
-      // Strides of each external in the group's index space (0 along broadcast axes), then axes
-      // merged where every external is contiguous across them.
-      const runtime_extents& E = gr.extents;
-      const std::size_t rank = E.size();
-      std::vector<std::vector<std::size_t>> strides(externals.size(), std::vector<std::size_t>(rank, 0));
-      for (std::size_t k = 0; k < externals.size(); ++k) {
-        const auto& x = values[externals[k]].extents;
-        std::size_t s = 1;
-        for (std::size_t i = x.size(); i-- > 0;) {
-          if (x[i] != 1) strides[k][rank - x.size() + i] = s;
-          s *= x[i];
-        }
+      std::vector<fused_pass_input> inputs;
+      for (auto x : externals) inputs.push_back({values[x].data, values[x].type, values[x].extents});
+      std::vector<fused_pass_member> program;
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        const graph_node& n = node(members[k]);
+        fused_pass_member m{*kernels[members[k]], n.op, n.op + " '" + n.name + "'", {}, values[members[k]].type,
+                            stored[k] ? const_cast<void*>(values[members[k]].data) : nullptr};
+        for (auto i : n.inputs)
+          m.operands.push_back(group_of[i] == gi
+                                   ? externals.size() + std::size_t(std::find(members.begin(), members.end(), i) - members.begin())
+                                   : std::size_t(std::find(externals.begin(), externals.end(), i) - externals.begin()));
+        program.push_back(std::move(m));
       }
-      std::vector<std::size_t> dims;
-      std::vector<std::vector<std::size_t>> dstrides(externals.size());
-      for (std::size_t i = 0; i < rank; ++i) {
-        if (E[i] == 1) continue;
-        bool merge_with_previous = !dims.empty();
-        for (std::size_t k = 0; merge_with_previous && k < externals.size(); ++k)
-          merge_with_previous = dstrides[k].back() == strides[k][i] * E[i];
-        if (merge_with_previous) {
-          dims.back() *= E[i];
-          for (std::size_t k = 0; k < externals.size(); ++k) dstrides[k].back() = strides[k][i];
-        } else {
-          dims.push_back(E[i]);
-          for (std::size_t k = 0; k < externals.size(); ++k) dstrides[k].push_back(strides[k][i]);
-        }
-      }
-      if (dims.empty()) {
-        dims.push_back(1);
-        for (auto& d : dstrides) d.push_back(0);
-      }
-      const std::size_t inner = dims.back(), total = element_count(E);
-      // Tiles, and the threads' shares, start on a multiple of the widest SIMD packet within a row
-      // (or in the row's scalar tail), as in a single-threaded pass: each element is then computed
-      // the same way, packet or scalar, whatever the thread count, so results do not depend on it.
-      constexpr std::size_t packet_grid = 16;
-      std::size_t tile_wanted = self.options_.tile_elements;
-      if (tile_wanted == 0) {  // automatic: small tiles for passes that stream from memory
-        std::size_t bytes = 0;
-        for (auto x : externals)
-          if (element_count(values[x].extents) > 1) bytes += element_count(values[x].extents) * dtype_size(values[x].type);
-        for (std::size_t k = 0; k < members.size(); ++k)
-          if (stored[k]) bytes += element_count(values[members[k]].extents) * dtype_size(values[members[k]].type);
-        tile_wanted = bytes >= (std::size_t(2) << 20) ? 128 : 512;
-      }
-      std::size_t tile = (std::max<std::size_t>(packet_grid, tile_wanted) + packet_grid - 1) / packet_grid * packet_grid;
-
-      // The group as a program, built once per run: step k runs member k's kernel with operands
-      // read through a pointer table (externals first, then members) and its result in a tile
-      // buffer or in its storage. Tile buffers are assigned like registers: a buffer is reused once
-      // the last step reading its member has run, so the working set is the values live at once
-      // (W2, 9 members: 3 buffers), not one buffer per member. A stored member of at least
-      // cpu::streaming_store_bytes is computed into a buffer and copied out with streaming stores
-      // (as compiled run_map writes such outputs: the CPU does not read the lines first).
-      const std::size_t nx = externals.size(), nm = members.size();
-      struct step {
-        tile_function run = nullptr;
-        std::array<std::size_t, 3> in{};  // pointer-table indices of the operands
-        std::size_t out = 0;              // pointer-table index of the result
-        int buffer = -1;                  // the tile buffer holding the result; -1: its storage
-        bool stream = false;              // stored: copied from the buffer with streaming stores
-        bool check = false;               // stored under check_numerics: scanned per tile
-        dtype type = dtype::f32;
-        char* storage = nullptr;          // stored: the value's elements
-        std::size_t esize = 0;
-      };
-      std::vector<step> steps(nm);
-      std::vector<std::size_t> last_read(nm);
-      for (std::size_t k = 0; k < nm; ++k) {
-        last_read[k] = k;
-        const auto& in = node(members[k]).inputs;
-        for (std::size_t j = 0; j < in.size() && j < 3; ++j) {
-          const auto i = in[j];
-          if (group_of[i] == gi) {
-            const std::size_t m = std::size_t(std::find(members.begin(), members.end(), i) - members.begin());
-            steps[k].in[j] = nx + m;
-            last_read[m] = k;
-          } else {
-            steps[k].in[j] = std::size_t(std::find(externals.begin(), externals.end(), i) - externals.begin());
-          }
-        }
-      }
-      std::vector<std::size_t> buffer_esize;
-      std::vector<int> free_buffers;
-      for (std::size_t k = 0; k < nm; ++k) {
-        step& st = steps[k];
-        const slot& v = values[members[k]];
-        st.run = kernels[members[k]]->run;
-        st.out = nx + k;
-        st.type = v.type;
-        st.check = checking && stored[k];
-        st.esize = dtype_size(v.type);
-        st.storage = stored[k] ? static_cast<char*>(const_cast<void*>(v.data)) : nullptr;
-        st.stream = stored[k] && runtime_detail::can_stream && total * st.esize >= cpu::streaming_store_bytes;
-        if (!stored[k] || st.stream) {
-          const auto reuse = std::find_if(free_buffers.begin(), free_buffers.end(),
-                                          [&](int b) { return buffer_esize[std::size_t(b)] == st.esize; });
-          if (reuse != free_buffers.end()) {
-            st.buffer = *reuse;
-            free_buffers.erase(reuse);
-          } else {
-            st.buffer = int(buffer_esize.size());
-            buffer_esize.push_back(st.esize);
-          }
-        }
-        // After step k, buffers whose member nothing later reads are free (k's own included: its
-        // result is copied out, or unread, by then).
-        for (std::size_t m = 0; m <= k; ++m)
-          if (last_read[m] == k && steps[m].buffer >= 0) free_buffers.push_back(steps[m].buffer);
-      }
-      std::vector<char> splat_all(nx), inner_splat(nx);
-      for (std::size_t k = 0; k < nx; ++k) {
-        inner_splat[k] = dstrides[k].back() == 0;
-        splat_all[k] = std::all_of(dstrides[k].begin(), dstrides[k].end(), [](std::size_t s) { return s == 0; });
-      }
-      // One merged axis: an external's tile starts at base + pos * step (bytes; 0 for a splat).
-      const bool flat = dims.size() == 1;
-      std::vector<const char*> flat_base(nx);
-      std::vector<std::size_t> flat_step(nx);
-      for (std::size_t k = 0; k < nx; ++k) {
-        flat_base[k] = static_cast<const char*>(values[externals[k]].data);
-        flat_step[k] = splat_all[k] ? 0 : dstrides[k][0] * dtype_size(values[externals[k]].type);
-      }
-
-      const pass_function native = native_pass(gi, externals, steps, stored);
-      if (native) ++stats.native_passes;
-      // A generated pass keeps its members in registers and reads its inputs as it computes (no
-      // bursts of one op over a tile), so small tiles gain nothing and cost calls.
-      if (native && self.options_.tile_elements == 0) tile = native_pass_tile;
-
-      if (total == 0) return;
-      std::atomic<bool> nonfinite{false};
-      const std::size_t packet_end = inner / packet_grid * packet_grid;
-      const auto snap = [&](std::size_t p) {
-        const std::size_t r = p % inner;
-        return r < packet_end ? p - r % packet_grid : p;
-      };
-      // Per thread, set up once for the pass (threads take several chunks): tile buffers, splats,
-      // the pointer table.
-      struct lane {
-        bool ready = false;
-        std::vector<aligned_buffer<unsigned char>> buffers, splats;
-        std::vector<const void*> ptr;
-        std::vector<void*> out;  // a native pass's stored tiles
-        std::vector<std::size_t> index;
-      };
-      std::vector<lane> lanes(std::size_t(std::max(1, cpu::max_threads())));
-      auto body = [&](std::size_t thread, std::size_t begin, std::size_t end) {
-        begin = snap(begin);
-        end = end == total ? end : snap(end);
-        if (begin >= end) return;
-        lane local;
-        lane& ln = thread < lanes.size() ? lanes[thread] : local;
-        if (!ln.ready) {
-          ln.ready = true;
-          ln.ptr.assign(nx + nm, nullptr);
-          ln.index.assign(dims.size(), 0);
-          for (std::size_t b = 0; b < buffer_esize.size(); ++b) ln.buffers.emplace_back(tile * buffer_esize[b]);
-          ln.splats.resize(nx);
-          for (std::size_t k = 0; k < nx; ++k) {
-            const slot& x = values[externals[k]];
-            if (inner_splat[k]) ln.splats[k] = aligned_buffer<unsigned char>(tile * dtype_size(x.type));
-            if (splat_all[k]) {
-              fill_splat(ln.splats[k].data(), x.data, x.type, tile);
-              ln.ptr[k] = ln.splats[k].data();
-            }
-          }
-          for (std::size_t k = 0; k < nm; ++k)
-            if (steps[k].buffer >= 0) ln.ptr[nx + k] = ln.buffers[std::size_t(steps[k].buffer)].data();
-        }
-        bool streamed = false;
-        for (std::size_t pos = begin; pos < end;) {
-          std::size_t n;
-          if (flat) {
-            n = std::min(tile, end - pos);
-            for (std::size_t k = 0; k < nx; ++k)
-              if (flat_step[k]) ln.ptr[k] = flat_base[k] + pos * flat_step[k];
-          } else {
-            std::size_t row = pos / inner, col = pos % inner;
-            n = std::min({tile, inner - col, end - pos});
-            for (std::size_t d = dims.size() - 1; d-- > 0;) {
-              ln.index[d] = row % dims[d];
-              row /= dims[d];
-            }
-            for (std::size_t k = 0; k < nx; ++k) {
-              if (splat_all[k]) continue;
-              const slot& x = values[externals[k]];
-              const std::size_t esize = dtype_size(x.type);
-              std::size_t at = col * dstrides[k].back();
-              for (std::size_t d = 0; d + 1 < dims.size(); ++d) at += ln.index[d] * dstrides[k][d];
-              if (inner_splat[k]) {
-                fill_splat(ln.splats[k].data(), static_cast<const char*>(x.data) + at * esize, x.type, n);
-                ln.ptr[k] = ln.splats[k].data();
-              } else {
-                ln.ptr[k] = static_cast<const char*>(x.data) + at * esize;
-              }
-            }
-          }
-          const void** const ptr = ln.ptr.data();
-          if (native) {
-            // Stored members go straight to their storage (streamed ones with streaming stores).
-            ln.out.clear();
-            for (std::size_t k = 0; k < nm; ++k)
-              if (stored[k]) ln.out.push_back(steps[k].storage + pos * steps[k].esize);
-            native(ptr, ln.out.data(), n);
-            for (std::size_t k = 0, j = 0; k < nm; ++k) {
-              if (!stored[k]) continue;
-              const step& st = steps[k];
-              streamed = streamed || st.stream;
-              if (st.check && !all_finite(st.type, ln.out[j], n)) nonfinite.store(true, std::memory_order_relaxed);
-              ++j;
-            }
-            pos += n;
-            continue;
-          }
-          for (const step& st : steps) {
-            if (st.buffer < 0) ptr[st.out] = st.storage + pos * st.esize;
-            void* out = const_cast<void*>(ptr[st.out]);
-            const void* args[3] = {ptr[st.in[0]], ptr[st.in[1]], ptr[st.in[2]]};
-            st.run(args, out, n);
-            if (st.stream) {
-              runtime_detail::stream_copy(st.storage + pos * st.esize, out, n * st.esize);
-              streamed = true;
-            }
-            if (st.check && !all_finite(st.type, out, n)) nonfinite.store(true, std::memory_order_relaxed);
-          }
-          pos += n;
-        }
-        if (streamed) cpu::detail::stream_fence();
-      };
+      fused_pass pass(std::move(inputs), std::move(program), gr.extents, self.options_, checking);
+      if (pass.native()) ++stats.native_passes;
+      bool nonfinite = false;
       account(
           [&] {
             std::string ops;
             for (auto m : members) ops += (ops.empty() ? "" : ", ") + node(m).op + " '" + node(m).name + "'";
             return "fused pass [" + ops + "] over " + std::string(dtype_name(values[members.back()].type)) +
-                   format_extents(E) + ", tile " + std::to_string(tile) + (native ? ", generated code" : "");
+                   format_extents(gr.extents) + ", tile " + std::to_string(pass.tile()) +
+                   (pass.native() ? ", generated code" : "");
           },
-          [&] { cpu::parallel_chunks(total, tile, body); });
-      if (nonfinite.load()) {
+          [&] { nonfinite = pass.run(); });
+      if (nonfinite) {
         if (members.size() == 1) throw nonfinite_error(members[0]);
         localise();
       }
@@ -664,57 +423,6 @@ class interpreter {
         if (stored[k]) record(members[k]);
       }
       release_inputs_of(members, gi);
-    }
-
-    // The generated pass for a group (pass_codegen.hpp), when switched on and the group qualifies:
-    // two or more members, every member and operand of one floating-point dtype. `Step` is
-    // run_group's step (operands as pointer-table indices: externals first, then members).
-    template <class Step>
-    pass_function native_pass(int gi, const std::vector<std::uint32_t>& externals, const std::vector<Step>& steps,
-                              const std::vector<bool>& stored) {
-      const auto& members = groups[std::size_t(gi)].members;
-      if (!self.options_.native_passes.value_or(native_passes_enabled()) || members.size() < 2) return nullptr;
-      const dtype type = values[members.front()].type;
-      if (type != dtype::f32 && type != dtype::f64) return nullptr;
-      for (auto m : members)
-        if (values[m].type != type) return nullptr;
-      for (auto x : externals)
-        if (values[x].type != type) return nullptr;
-      const std::size_t nx = externals.size();
-      std::vector<pass_member> generated;
-      std::vector<std::size_t> stored_positions;
-      std::vector<bool> streamed;
-      for (std::size_t k = 0; k < members.size(); ++k) {
-        const graph_node& n = node(members[k]);
-        pass_member m{n.op, kernels[members[k]]->op_type(), kernels[members[k]]->packet, {}, n.op + " '" + n.name + "'"};
-        for (std::size_t j = 0; j < n.inputs.size(); ++j) {
-          const std::size_t at = steps[k].in[j];
-          m.operands.push_back(at < nx ? pass_operand{false, at} : pass_operand{true, at - nx});
-        }
-        generated.push_back(std::move(m));
-        if (stored[k]) {
-          stored_positions.push_back(k);
-          streamed.push_back(steps[k].stream);
-        }
-      }
-      pass_library& library = pass_library::global();
-      const pass_function f =
-          library.get(generate_pass_source(type, nx, generated, stored_positions, streamed), self.options_.compiler);
-      if (!f) warn_native_pass_unavailable(library.last_error());
-      return f;
-    }
-    static constexpr std::size_t native_pass_tile = 512;
-    static bool native_passes_enabled() {
-      static const bool on = [] {
-        const char* v = std::getenv("SYMFLOW_NATIVE_PASSES");
-        return v && std::string(v) == "1";
-      }();
-      return on;
-    }
-    static void warn_native_pass_unavailable(const std::string& why) {
-      static std::atomic<bool> warned{false};
-      if (!warned.exchange(true))
-        std::fprintf(stderr, "symflow: the interpreter runs its fused passes op by op: %s\n", why.c_str());
     }
 
     // A value with NaN or infinities: in a fused run, re-run node by node to find the node that
@@ -746,11 +454,6 @@ class interpreter {
       }
       return numerics_error(n.op, n.name, n.where.line ? n.where.file + ":" + std::to_string(n.where.line) : "", v.type,
                             v.extents, health_of(v.type, v.data, element_count(v.extents)), std::move(operands));
-    }
-
-    static void fill_splat(void* dst, const void* value, dtype type, std::size_t n) {
-      const std::size_t esize = dtype_size(type);
-      for (std::size_t i = 0; i < n; ++i) std::memcpy(static_cast<char*>(dst) + i * esize, value, esize);
     }
 
     // Outputs computed into the caller's tensors are already in place; those computed into storage of

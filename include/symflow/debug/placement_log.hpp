@@ -3,7 +3,7 @@
 // set_placement_log(true), every distinct unit of work an evaluation runs on the CPU prints one line
 // to stderr, once per process: where it ran (cpu), what it is (a fused pass and its ops by scoped
 // name, or a kernel), the extents and the thread count. The CUDA backend's log
-// (symflow/cuda/placement_log.hpp) does the same for kernels.
+// (symflow/cuda/placement_log.hpp) prints its kernels through this one (same switch, same lines).
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>

@@ -7,55 +7,21 @@
 // evaluator types that reach device code stay name-free, and a run with the log off formats nothing.
 #include <cuda_runtime.h>
 
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
-#include <set>
 #include <string>
+
+#include <symflow/debug/placement_log.hpp>
 
 #include "runtime.hpp"
 
 namespace symflow::cuda {
 
-namespace detail {
-struct placement_log_state {
-  std::atomic<int> enabled{-1};  // -1: the environment has not been read yet
-  std::mutex mutex;
-  std::set<std::string> printed;
-};
-inline placement_log_state& placement_log() {
-  static placement_log_state state;
-  return state;
-}
-inline bool environment_asks_for_placement_log() {
-  const char* v = std::getenv("SYMFLOW_PLACEMENT_LOG");
-  return v != nullptr && *v != '\0' && std::string(v) != "0";
-}
-}  // namespace detail
-
-// Turns the log on or off for the whole process (overrides SYMFLOW_PLACEMENT_LOG).
-inline void set_placement_log(bool on) { detail::placement_log().enabled.store(on ? 1 : 0); }
-
-inline bool placement_log_enabled() {
-  auto& state = detail::placement_log();
-  int v = state.enabled.load(std::memory_order_relaxed);
-  if (v < 0) {
-    v = detail::environment_asks_for_placement_log() ? 1 : 0;
-    int expected = -1;
-    state.enabled.compare_exchange_strong(expected, v);
-    v = state.enabled.load();
-  }
-  return v == 1;
-}
-
+// One switch, one printed-set and one sink with the CPU's log (debug/placement_log.hpp): a line is
+// printed once per process whichever backend placed the work.
+inline void set_placement_log(bool on) { set_host_placement_log(on); }
+inline bool placement_log_enabled() { return host_placement_log_enabled(); }
 // Forgets which kernels were printed, so that each prints again once (tests, or a new phase of a
 // program).
-inline void reset_placement_log() {
-  auto& state = detail::placement_log();
-  std::lock_guard<std::mutex> lock(state.mutex);
-  state.printed.clear();
-}
+inline void reset_placement_log() { reset_host_placement_log(); }
 
 namespace detail {
 
@@ -84,13 +50,7 @@ inline std::string launch_shape(dim3 grid, dim3 block) {
 // only when the log is on.
 template <class Describe>
 void place(Describe&& describe) {
-  if (!placement_log_enabled()) return;
-  std::string line = std::string("symflow placement: ") + describe();
-  auto& state = placement_log();
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (!state.printed.insert(line).second) return;
-  std::fprintf(stderr, "%s\n", line.c_str());
-  std::fflush(stderr);
+  if (placement_log_enabled()) log_host_placement(describe());
 }
 
 }  // namespace detail

@@ -27,6 +27,8 @@
 #include <symflow/ops/all.hpp>
 #include <symflow/symbolic/grad.hpp>
 
+#include "../../tests/cuda/training_model.hpp"
+
 namespace {
 using namespace symflow;
 constexpr int launches = 20;
@@ -70,12 +72,15 @@ void time_launches(benchmark::State& state, cudaStream_t stream, F&& run) {
 
 constexpr std::size_t w3_n = std::size_t(1) << 26;
 
-auto w3_x = placeholder<"x", float, shape<dyn>>();
-auto w3_y = placeholder<"y", float, shape<dyn>>();
-auto w3_w = variable<"w", float, shape<dyn>>();
-auto w3_b = variable<"b", float, shape<>>();
-const auto w3_loss = sum(log(1 + exp(-w3_y * (w3_w * w3_x + w3_b))));
-const auto w3_grads = grad(w3_loss, w3_w, w3_b);
+// The models are the GPU suite's (tests/cuda/training_model.hpp), so the benchmark times what the
+// tests check.
+const symflow_cuda_test::training::w3_model w3;
+const auto& w3_x = w3.x;
+const auto& w3_y = w3.y;
+const auto& w3_w = w3.w;
+const auto& w3_b = w3.b;
+const auto w3_loss = w3.loss();
+const auto w3_grads = w3.gradients();
 
 struct w3_data {
   cuda::device_tensor<float, shape<dyn>> x{extents_t<1>{w3_n}}, y{extents_t<1>{w3_n}}, w{extents_t<1>{w3_n}},
@@ -206,22 +211,9 @@ void verify_w3() {
 
 // ---- W4 -------------------------------------------------------------------------------------------
 
-struct mlp_model {
-  placeholder<"x", float, shape<dyn, 784>> x = placeholder<"x", float, shape<dyn, 784>>();
-  placeholder<"y", std::int32_t, shape<dyn>> y = placeholder<"y", std::int32_t, shape<dyn>>();
-  variable<"W1", float, shape<784, 1024>> W1 = variable<"W1", float, shape<784, 1024>>();
-  variable<"b1", float, shape<1024>> b1 = variable<"b1", float, shape<1024>>();
-  variable<"W2", float, shape<1024, 10>> W2 = variable<"W2", float, shape<1024, 10>>();
-  variable<"b2", float, shape<10>> b2 = variable<"b2", float, shape<10>>();
-  auto loss() const {
-    auto h = scope("dense1", [&] { return relu(matmul(x, W1) + b1); });
-    auto logits = scope("dense2", [&] { return matmul(h, W2) + b2; });
-    return scope("loss", [&] { return -mean(sum(log_softmax(logits) * one_hot<10>(y), axes<1>)); });
-  }
-};
-const mlp_model mlp;
+const symflow_cuda_test::training::mlp_model mlp;
 const auto mlp_loss = mlp.loss();
-const auto mlp_grads = grad(mlp_loss, mlp.W1, mlp.b1, mlp.W2, mlp.b2);
+const auto mlp_grads = mlp.gradients();
 constexpr float learning_rate = 0.05f;
 
 __global__ void random_labels(std::int32_t* y, std::size_t n, unsigned seed) {

@@ -1,10 +1,14 @@
 // Graph values on the GPU through NVRTC (cuda/include/symflow/cuda/nvrtc/). Compiled by the host C++
 // compiler, not nvcc: the graph runner needs no nvcc, which this file shows.
 //  - Without a GPU (CI): generated sources compile with NVRTC to PTX (every registered elementwise op
-//    for every dtype it accepts, W1, W2, an MLP forward pass); the cache returns the same entry for
-//    the same program and different entries for different ones; the disk cache is written and read.
-//  - With a GPU: results match the CPU interpreter on random inputs (||gpu - cpu|| / ||cpu|| < 1e-5),
-//    also for a graph saved to JSON (and binary) and loaded back; each skips without a device.
+//    for every dtype it accepts, every registered reduction for every numeric dtype, W1, W2, an MLP
+//    forward pass, reductions fused with the group feeding them, views read through strides); the
+//    cache returns the same entry for the same program and different entries for different ones;
+//    the disk cache is written and read.
+//  - With a GPU: results match the CPU interpreter on random inputs (||gpu - cpu|| / ||cpu|| < 1e-5;
+//    1e-6 for reductions), also for a graph saved to JSON (and binary) and loaded back; a second run
+//    with the same extents comes from the runner's plan cache; each skips without a device.
+// The same paths run without a GPU in the host emulation (scripts/nvrtc_emulation.sh).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -239,6 +243,149 @@ TEST(NvrtcCache, DiskCacheIsWrittenAtomicallyAndRead) {
   std::filesystem::remove_all(dir);
 }
 
+// x[?, 37] (f32) and z[?, 5, 7] (f64): reductions over rows and over all axes, fed by a fusion group or
+// read from memory, and one over a leading axis (still on the host).
+graph reductions_graph() {
+  graph_builder b;
+  auto x = b.input("x", dtype::f32, {-1, 37});
+  auto z = b.input("z", dtype::f64, {-1, 5, 7});
+  auto e = exp(x) * 2.0;
+  return b.build({reduce_value(ops::sum_op{}, e, {1}, false),        // rows, fused with exp * 2
+                  reduce_value(ops::mean_op{}, x * x, {0, 1}, false),  // all axes, fused
+                  reduce_value(ops::max_op{}, x, {-1}, true),          // rows, reading the input
+                  reduce_value(ops::min_op{}, z - 1.0, {1, 2}, false), // trailing two axes, f64
+                  reduce_value(ops::sum_op{}, x, {0}, false)});        // a leading axis: host
+}
+
+TEST(NvrtcCodegen, ReductionsOverTrailingAxesAreKernelsFusedWithTheirOperandsGroup) {
+  const cu::graph_runner r(reductions_graph(), ptx_options());
+  const cu::input_specs in{{"x", {dtype::f32, {100, 37}}}, {"z", {dtype::f64, {3, 5, 7}}}};
+  const auto ks = r.kernels(in);
+  ASSERT_EQ(ks.size(), 4u);
+  std::size_t fused = 0;
+  for (const auto& k : ks) {
+    ASSERT_TRUE(k.reduction.has_value()) << k.description;
+    const auto& src = k.program.source;
+    EXPECT_NE(src.find("__syncthreads()"), std::string::npos) << src;
+    EXPECT_EQ(src.find("atomic"), std::string::npos) << src;
+    // Floating reductions accumulate in double, as the CPU interpreter's.
+    EXPECT_NE(src.find("__shared__ double part[256]"), std::string::npos) << src;
+    if (!k.members.empty()) ++fused;
+  }
+  EXPECT_EQ(fused, 3u);
+  // sum(exp(x) * 2) over rows: one pass; exp(x) * 2 is never stored.
+  const auto& sum = ks[0];
+  EXPECT_EQ(sum.members.size(), 2u);  // exp, mul (the literal 2 is a constant in the source)
+  EXPECT_TRUE(sum.stored.empty()) << sum.program.source;
+  EXPECT_EQ(sum.reduction->rows, 100u);
+  EXPECT_EQ(sum.reduction->count, 37u);
+  for (const char* s : {"#include \"symflow/ops/sum.hpp\"", "symflow::ops::sum_op::identity<double>()",
+                        "symflow::ops::sum_op::combine(acc, static_cast<double>(v", "symflow::ops::sum_op::finish(part[0]",
+                        "symflow::ops::exp_op::apply("})
+    EXPECT_NE(sum.program.source.find(s), std::string::npos) << s << "\n" << sum.program.source;
+  EXPECT_EQ(ks[1].reduction->rows, 1u);  // mean over all axes
+  EXPECT_EQ(ks[1].reduction->count, 3700u);
+  EXPECT_TRUE(ks[2].members.empty());  // max reads x itself
+  EXPECT_NE(ks[2].program.source.find("symflow::ops::max_op::combine("), std::string::npos);
+  EXPECT_EQ(ks[3].reduction->count, 35u);
+  EXPECT_NE(ks[3].program.source.find("symflow::ops::min_op::identity<double>()"), std::string::npos);
+  for (const auto& p : r.compile(in)) EXPECT_TRUE(is_ptx_with_entry(*p)) << p->log();
+  // Unfused: the reductions read their operands from memory.
+  cu::nvrtc_options o = ptx_options();
+  o.fuse = false;
+  for (const auto& k : cu::graph_runner(reductions_graph(), o).kernels(in))
+    if (k.reduction) {
+      EXPECT_TRUE(k.members.empty()) << k.description;
+    }
+}
+
+// Every registered reduction, for every dtype it accepts (bool stays on the host, whose runtime form
+// refuses it): the op file's identity, combine and finish compile under NVRTC.
+TEST(NvrtcCodegen, EveryReductionCompilesForEveryNumericDtype) {
+  std::size_t instances = 0;
+  for (dtype d : {dtype::f32, dtype::f64, dtype::i32, dtype::i64}) {
+    graph_builder b;
+    auto x = b.input("x", d, {-1, 9});
+    std::vector<graph_handle> outs;
+    for (const auto& s : op_schemas()) {
+      if (s.kind != node_kind::reduction) continue;
+      outs.push_back(b.apply(s.name, {x}, {{"axes", std::vector<std::int64_t>{1}}, {"keepdims", false}}));
+      outs.push_back(b.apply(s.name, {x + x}, {{"axes", std::vector<std::int64_t>{0, 1}}, {"keepdims", true}}));
+      ++instances;
+    }
+    const cu::graph_runner r(b.build(outs), ptx_options());
+    const auto ks = r.kernels({{"x", {d, {4, 9}}}});
+    EXPECT_EQ(ks.size(), outs.size()) << dtype_name(d);
+    for (const auto& k : ks) {
+      std::shared_ptr<cu::compiled_program> p;
+      ASSERT_NO_THROW(p = cu::kernel_cache::global().get(k.program)) << dtype_name(d) << "\n" << k.program.source;
+      EXPECT_TRUE(is_ptx_with_entry(*p));
+    }
+  }
+  EXPECT_GE(instances, 16u);
+}
+
+// Views: transpose, slice, reshape and expand_dims read by groups and reductions, returned, and read by
+// matmul (materialised there).
+graph views_graph() {
+  graph_builder b;
+  auto x = b.input("x", dtype::f32, {-1, 21});
+  auto row = b.input("row", dtype::f32, {-1});
+  auto W = b.input("W", dtype::f32, {21, 8});
+  auto xt = transpose(x);
+  auto s1 = slice(x, 1, 3, 17);
+  auto e = b.apply("expand_dims", {row}, {{"axes", std::vector<std::int64_t>{1}}});
+  return b.build({tanh(xt) * 2.0,                                     // 0: transpose -> group
+                  s1 * 3.0 - e,                                       // 1: slice, expand_dims -> group
+                  reshape(x * 2.0, {-1}) + 1.0,                       // 2: reshape of a group's value
+                  reduce_value(ops::sum_op{}, xt, {1}, false),        // 3: transpose -> reduction
+                  xt,                                                 // 4: returned: strided copy
+                  slice(x, 0, 1, 4),                                  // 5: returned, contiguous: alias
+                  matmul(transpose(W), transpose(slice(x, 0, 0, 8)))});  // 6: views feeding matmul
+}
+
+TEST(NvrtcCodegen, ViewsAreReadThroughStridesByTheKernelsConsumingThem) {
+  const cu::graph_runner r(views_graph(), ptx_options());
+  const cu::input_specs in{{"x", {dtype::f32, {33, 21}}}, {"row", {dtype::f32, {33}}}, {"W", {dtype::f32, {21, 8}}}};
+  const auto ks = r.kernels(in);
+  const auto& g = r.source();
+  const auto first = g.inputs.size() + g.parameters.size() + g.constants.size();
+  const auto op_of = [&](std::uint32_t id) { return id < first ? std::string("input") : g.nodes[id - first].op; };
+  std::size_t folded = 0, copies = 0;
+  for (const auto& k : ks) {
+    for (std::size_t x = 0; x < k.externals.size(); ++x)
+      if (k.sources[x] != k.externals[x]) {
+        ++folded;
+        EXPECT_EQ(find_runtime_op(op_of(k.externals[x]))->kind, node_kind::view);
+      }
+    if (k.copy_of()) {
+      ++copies;
+      EXPECT_EQ(k.program.source.find("symflow/ops/"), std::string::npos) << k.program.source;  // calls no op
+    }
+  }
+  EXPECT_GE(folded, 5u);  // xt (group, reduction, copy), s1, expand_dims, the transposes feeding matmul
+  EXPECT_EQ(copies, 3u);  // xt returned; transpose(W) and transpose(slice) for matmul
+  const auto with = [&](const char* op) -> const cu::generated_kernel& {
+    for (const auto& k : ks)
+      for (auto m : k.members)
+        if (op_of(m) == op) return k;
+    return ks.front();
+  };
+  // tanh(transpose(x)) * 2: x read through the transpose's strides, in the group's kernel (though the
+  // transpose is also copied, for being returned).
+  const auto& t = with("tanh");
+  ASSERT_EQ(t.externals.size(), 2u) << t.program.source;  // the transpose, the literal 2
+  EXPECT_EQ(op_of(t.externals[0]), "transpose");
+  EXPECT_EQ(t.sources[0], 0u);  // input x
+  EXPECT_EQ(t.access[0], cu::operand_access::strided);
+  EXPECT_NE(t.program.source.find("f.stride[0]"), std::string::npos) << t.program.source;
+  // s1 * 3 - expand_dims(row): the slice starts 3 elements into x.
+  const auto& s = with("sub");
+  EXPECT_EQ(op_of(s.externals[0]), "slice");
+  EXPECT_EQ(s.offsets[0], 3u);
+  for (const auto& p : r.compile(in)) EXPECT_TRUE(is_ptx_with_entry(*p)) << p->log();
+}
+
 TEST(NvrtcCodegen, BadFeedsAreRefusedBeforeAnyWork) {
   const cu::graph_runner r(w1_graph(), ptx_options());
   cu::input_specs in = vectors(10);
@@ -328,11 +475,14 @@ TEST_F(NvrtcGpu, MlpForwardMatchesTheInterpreter) {
   runtime_feeds f;
   f.emplace("x", random_runtime(dtype::f32, {64, 784}, 5));
   expect_matches_interpreter(mlp_graph(), f);
-  // Both matmuls through cuBLAS; the log_softmax reductions on the host.
+  // Both matmuls through cuBLAS; the log_softmax reductions in generated kernels, each fused with the
+  // group computing its operand; nothing on the host.
   const cu::graph_runner r(mlp_graph());
   r.run(cu::graph_feeds{{"x", f.at("x")}});
   EXPECT_EQ(r.last_stats().device_nodes, 2u);
-  EXPECT_EQ(r.last_stats().host_nodes, 2u);
+  EXPECT_EQ(r.last_stats().device_reductions, 2u);
+  EXPECT_EQ(r.last_stats().fused_reductions, 2u);
+  EXPECT_EQ(r.last_stats().host_nodes, 0u);
 }
 
 TEST_F(NvrtcGpu, GraphsLoadedFromFilesMatchTheInterpreter) {
@@ -343,6 +493,85 @@ TEST_F(NvrtcGpu, GraphsLoadedFromFilesMatchTheInterpreter) {
 #if defined(SYMFLOW_TEST_HAVE_JSON)
   expect_matches_interpreter(load_graph_json(save_graph_json(g)), f);
 #endif
+}
+
+TEST_F(NvrtcGpu, ReductionsMatchTheInterpreter) {
+  for (std::size_t rows : {1u, 3u, 1023u}) {
+    runtime_feeds f;
+    f.emplace("x", random_runtime(dtype::f32, {rows, 37}, 7));
+    runtime_tensor z(dtype::f64, {rows, 5, 7});
+    const auto zf = random_runtime(dtype::f32, {rows, 5, 7}, 8);
+    for (std::size_t i = 0; i < z.size(); ++i) z.data<double>()[i] = zf.data<float>()[i];
+    f.emplace("z", z);
+    const interpreter cpu(reductions_graph());
+    const auto want = cpu.run(f);
+    const cu::graph_runner gpu(reductions_graph());
+    cu::graph_feeds d;
+    for (const auto& [name, t] : f) d.emplace(name, t);
+    const auto got = gpu.run_to_host(d);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      ASSERT_EQ(got[k].extents(), want[k].extents());
+      double diff = 0, norm = 0;
+      visit_dtype(got[k].type(), [&](auto t) {
+        using T = decltype(t);
+        for (std::size_t i = 0; i < got[k].size(); ++i) {
+          const double a = double(got[k].data<T>()[i]), b = double(want[k].data<T>()[i]);
+          diff += (a - b) * (a - b);
+          norm += b * b;
+        }
+      });
+      EXPECT_LT(std::sqrt(diff / norm), 1e-6) << "rows " << rows << ", output " << k;
+    }
+    // The leading-axis sum runs on the host, but for one row (extent-1 axes aside, it is trailing).
+    EXPECT_EQ(gpu.last_stats().device_reductions, rows == 1 ? 5u : 4u);
+    EXPECT_EQ(gpu.last_stats().fused_reductions, 3u);
+    EXPECT_EQ(gpu.last_stats().host_nodes, rows == 1 ? 0u : 1u);
+  }
+}
+
+TEST_F(NvrtcGpu, ViewsMatchTheInterpreter) {
+  for (std::size_t n : {8u, 33u, 1023u}) {
+    runtime_feeds f;
+    f.emplace("x", random_runtime(dtype::f32, {n, 21}, 31));
+    f.emplace("row", random_runtime(dtype::f32, {n}, 32));
+    f.emplace("W", random_runtime(dtype::f32, {21, 8}, 33));
+    expect_matches_interpreter(views_graph(), f);
+    const cu::graph_runner r(views_graph());
+    cu::graph_feeds d;
+    for (const auto& [name, t] : f) d.emplace(name, t);
+    r.run(d);
+    EXPECT_EQ(r.last_stats().host_nodes, 0u);
+    EXPECT_EQ(r.last_stats().views_copied, 3u);
+    EXPECT_EQ(r.last_stats().views_aliased, 2u);  // slice(x, 0, 1, 4) returned; slice(x, 0, 0, 8) under a transpose
+    EXPECT_EQ(r.last_stats().views_folded, 3u);   // s1, expand_dims, the reshape: never copied
+  }
+}
+
+TEST_F(NvrtcGpu, ASecondRunWithTheSameExtentsDoesNoPlanning) {
+  const cu::graph_runner r(w2_graph());
+  const auto feeds = vector_feeds(4099);
+  cu::graph_feeds d;
+  for (const auto& [name, t] : feeds) d.emplace(name, t);
+  const auto want = interpreter(w2_graph()).run(feeds);
+  const auto first = r.run_to_host(d);
+  EXPECT_TRUE(r.last_stats().planned);
+  const auto stats = cu::kernel_cache::global().stats();
+  const auto second = r.run_to_host(d);
+  EXPECT_FALSE(r.last_stats().planned);
+  EXPECT_EQ(r.plans_made(), 1u);
+  // No source generated, nothing hashed or looked up in the kernel cache.
+  EXPECT_EQ(cu::kernel_cache::global().stats().memory_hits, stats.memory_hits);
+  EXPECT_EQ(cu::kernel_cache::global().stats().compiled, stats.compiled);
+  EXPECT_LT(relative_error(first[0], want[0]), 1e-5);
+  EXPECT_EQ(relative_error(second[0], first[0]), 0.0);
+  r.run(cu::graph_feeds{{"a", feeds.at("a")}, {"b", feeds.at("b")}, {"c", feeds.at("c")}, {"d", feeds.at("d")}});
+  EXPECT_EQ(r.plans_made(), 1u);
+  const auto other = vector_feeds(17);
+  cu::graph_feeds d17;
+  for (const auto& [name, t] : other) d17.emplace(name, t);
+  r.run(d17);
+  EXPECT_EQ(r.plans_made(), 2u);
 }
 
 TEST_F(NvrtcGpu, DeviceFeedsAreReadInPlaceAndTheDiskCacheServesAFreshProcess) {

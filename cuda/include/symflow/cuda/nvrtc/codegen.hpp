@@ -12,14 +12,18 @@
 // at the element's own index are loaded as `x[i]`, scalars as `x[0]`, broadcast operands through
 // their strides in frame coordinates (kernel arguments, so one kernel serves any extents of the
 // same structure). Literal nodes are compile-time constants in the source (bit-exact). Stored
-// members (outputs, or read outside the group) are written at `y[i]`.
+// members (outputs, or read outside the group) are written at `y[i]`. A view node among the operands
+// is read through its layout in its operand's memory (strides in the frame, an offset on the
+// pointer). A reduction over trailing axes can be computed in the same pass (generate_kernel).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <typeinfo>
@@ -52,8 +56,9 @@ std::string type_spelling() {
   throw nvrtc_error(std::string("graph_runner: cannot spell the C++ type ") + typeid(T).name());
 }
 
-// The C++ type of the elementwise op a node names, with its attributes applied (from the registry).
-inline std::string elementwise_op_type(const graph_node& n) {
+// The C++ type of the op of kind `Kind` a node names, with its attributes applied (from the registry).
+template <node_kind Kind>
+std::string registered_op_type(const graph_node& n) {
   std::string out;
   const node_attributes attrs(n);
   std::apply(
@@ -62,7 +67,7 @@ inline std::string elementwise_op_type(const graph_node& n) {
             [&] {
               using E = decltype(entry);
               using Op = typename E::type;
-              if constexpr (E::kind == node_kind::elementwise) {
+              if constexpr (E::kind == Kind) {
                 if (!out.empty() || Op::name != n.op) return;
                 if constexpr (requires { Op::with_runtime_instance(attrs, [](auto) { return 0; }); })
                   out = Op::with_runtime_instance(attrs, [](auto op) { return type_spelling<decltype(op)>(); });
@@ -73,9 +78,13 @@ inline std::string elementwise_op_type(const graph_node& n) {
             ...);
       },
       registered_ops{});
-  if (out.empty()) throw nvrtc_error("graph_runner: '" + n.op + "' is not an elementwise op of the registry");
+  if (out.empty())
+    throw nvrtc_error("graph_runner: '" + n.op + "' is not " +
+                      (Kind == node_kind::reduction ? "a reduction" : "an elementwise op") + " of the registry");
   return out;
 }
+inline std::string elementwise_op_type(const graph_node& n) { return registered_op_type<node_kind::elementwise>(n); }
+inline std::string reduction_op_type(const graph_node& n) { return registered_op_type<node_kind::reduction>(n); }
 
 // C++ element types as NVRTC (LP64, like the host) spells them.
 inline const char* element_type(dtype d) {
@@ -138,6 +147,42 @@ inline std::filesystem::path default_include_dir() {
 // How an operand of a group's kernel is read.
 enum class operand_access : std::uint8_t { literal, scalar, dense, strided };
 
+// A reduction a generated kernel computes: the operand's extents seen as [rows, count] (the reduced
+// axes, extent-1 axes aside, all after the kept ones), one result per row.
+struct reduction_part {
+  std::uint32_t node = 0;     // the reduction node (value id; its result is written at r[row])
+  std::uint32_t operand = 0;  // the value reduced: a member of the kernel's group, or read from memory
+  std::size_t rows = 0;       // results
+  std::size_t count = 0;      // elements combined per result
+};
+
+// The rows/count view of a reduction of `extents` over the axes in `reduced`, when the reduced axes
+// (extent-1 axes aside) all follow the kept ones; nullopt otherwise (other axis sets).
+inline std::optional<reduction_part> trailing_reduction(const runtime_extents& extents, const std::vector<bool>& reduced) {
+  reduction_part r;
+  r.rows = r.count = 1;
+  bool inner = false;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    if (extents[i] == 1) continue;
+    if (reduced[i]) {
+      inner = true;
+      r.count *= extents[i];
+    } else {
+      if (inner) return std::nullopt;
+      r.rows *= extents[i];
+    }
+  }
+  return r;
+}
+
+// A view node read through strides instead of copied: the value whose memory holds its elements and
+// the view's layout in that memory (the view op's runtime_view of the source's contiguous layout).
+struct view_read {
+  std::uint32_t source = 0;
+  runtime_layout layout;
+};
+using view_reads = std::map<std::uint32_t, view_read>;
+
 // One generated kernel: a fusion group's source, its program for NVRTC, and what it reads/writes.
 struct generated_kernel {
   static constexpr const char* entry = "symflow_group";
@@ -146,43 +191,85 @@ struct generated_kernel {
   std::vector<std::uint32_t> members;     // value ids, ascending
   std::vector<std::uint32_t> externals;   // value ids read from memory or embedded (literals)
   std::vector<operand_access> access;     // per external
+  std::vector<std::uint32_t> sources;     // per external: the value whose memory is read (a view's source)
+  std::vector<std::size_t> offsets;       // per external: elements from that memory's start (views)
   std::vector<std::uint32_t> stored;      // members written to memory, in kernel-argument order
   runtime_extents frame;                  // merged frame (at least one axis)
   std::vector<std::vector<std::size_t>> strides;  // per external, in frame coordinates
   std::size_t elements = 0;               // elements of the group's extents
+  std::optional<reduction_part> reduction;  // a reduction computed in the same pass
+  // The view a strided-copy kernel materialises (generate_kernel's `copy`), if that is what it is.
+  std::optional<std::uint32_t> copy_of() const {
+    if (members.empty() && !reduction && externals.size() == 1 && stored.size() == 1 && stored[0] == externals[0])
+      return externals[0];
+    return std::nullopt;
+  }
+  unsigned block = 0;                     // reductions: most threads per block (a power of two; the
+                                          // runner launches the smallest power of two >= count, up to this)
 };
 
 // Generates the kernel for group `gi` of `plan` (types from infer_node_types). `stored_flags[id]`:
 // whether a member is written to memory. `include_dir` holds symflow/ops/*.hpp.
-inline generated_kernel generate_group_kernel(const symflow::graph& g, const value_types& t, const fusion_plan& plan, int gi,
-                                              const std::vector<bool>& stored_flags,
-                                              const std::filesystem::path& include_dir, const std::string& arch) {
+//
+// With `reduction`: the kernel also computes that reduction of a member of the group (or, with
+// gi < 0, of a value read from memory) in the same pass — the reduced operand is never stored unless
+// `stored_flags` says so. One block per result row, of B threads (B a power of two, at most `block`,
+// chosen at launch): thread t combines the row's elements t, t + B, ... in that order, then the
+// block's partial results are combined in a fixed tree (no atomics: the same bits on every run).
+// The accumulator is double for floating operands (as the CPU interpreter's), the operand's type for
+// integers; identity, combine and finish are the op's own functions.
+//
+// Externals in `views` are view nodes read through their layout in their source's memory (strides in
+// the kernel's frame, the offset added to the pointer by the caller). With gi < 0, no reduction and
+// `copy`: the kernel copies that (view) value, read so, into dense memory.
+inline generated_kernel generate_kernel(const symflow::graph& g, const value_types& t, const fusion_plan& plan, int gi,
+                                        const std::vector<bool>& stored_flags, const std::filesystem::path& include_dir,
+                                        const std::string& arch, const std::optional<reduction_part>& reduction = {},
+                                        unsigned block = 256, const view_reads& views = {},
+                                        std::optional<std::uint32_t> copy = {}) {
   using namespace nvrtc_detail;
   const std::size_t first = g.inputs.size() + g.parameters.size() + g.constants.size();
   const auto node = [&](std::uint32_t id) -> const graph_node& { return g.nodes[id - first]; };
-  const auto is_literal = [&](std::uint32_t id) { return id >= first && node(id).op == "literal"; };
-  const fusion_group& gr = plan.groups[std::size_t(gi)];
+  const auto is_literal = [&](std::uint32_t id) { return id >= first && node(id).is_literal(); };
+  const auto in_group = [&](std::uint32_t id) { return gi >= 0 && plan.group_of[id] == gi; };
+  static const std::vector<std::uint32_t> no_members;
+  const std::vector<std::uint32_t>& members = gi >= 0 ? plan.groups[std::size_t(gi)].members : no_members;
   generated_kernel k;
-  k.members = gr.members;
-  k.elements = element_count(gr.extents);
-  for (auto m : gr.members) {
+  k.members = members;
+  k.reduction = reduction;
+  for (auto m : members) {
     for (auto i : node(m).inputs)
-      if (plan.group_of[i] != gi && std::find(k.externals.begin(), k.externals.end(), i) == k.externals.end())
+      if (!in_group(i) && std::find(k.externals.begin(), k.externals.end(), i) == k.externals.end())
         k.externals.push_back(i);
     if (stored_flags[m]) k.stored.push_back(m);
+  }
+  if (reduction && !in_group(reduction->operand) &&
+      std::find(k.externals.begin(), k.externals.end(), reduction->operand) == k.externals.end())
+    k.externals.push_back(reduction->operand);
+  if (copy) {
+    k.externals.push_back(*copy);
+    k.stored.push_back(*copy);
+  }
+  const runtime_extents E = gi >= 0 ? plan.groups[std::size_t(gi)].extents
+                                    : t.extents[copy ? *copy : reduction.value().operand];
+  k.elements = element_count(E);
+  for (auto x : k.externals) {
+    const auto v = views.find(x);
+    k.sources.push_back(v == views.end() ? x : v->second.source);
+    k.offsets.push_back(v == views.end() ? 0 : v->second.layout.offset);
   }
 
   // Strides of each external in the group's index space (0 along broadcast axes), then axes merged
   // where every external allows it (the interpreter's rule).
-  const runtime_extents& E = gr.extents;
   const std::size_t rank = E.size();
   const std::size_t nx = k.externals.size();
   std::vector<std::vector<std::size_t>> strides(nx, std::vector<std::size_t>(rank, 0));
   for (std::size_t x = 0; x < nx; ++x) {
     const auto& e = t.extents[k.externals[x]];
+    const auto v = views.find(k.externals[x]);
     std::size_t s = 1;
     for (std::size_t i = e.size(); i-- > 0;) {
-      if (e[i] != 1) strides[x][rank - e.size() + i] = s;
+      if (e[i] != 1) strides[x][rank - e.size() + i] = v == views.end() ? s : v->second.layout.strides[i];
       s *= e[i];
     }
   }
@@ -216,8 +303,10 @@ inline generated_kernel generate_group_kernel(const symflow::graph& g, const val
   }
 
   // Headers: the prelude, config.hpp and each op's own file.
-  std::vector<std::string> op_files;
-  for (auto m : gr.members) {
+  std::vector<std::string> op_files;  // (a view read through strides calls nothing)
+  std::vector<std::uint32_t> ops_used = members;
+  if (reduction) ops_used.push_back(reduction->node);
+  for (auto m : ops_used) {
     const std::string f = "symflow/ops/" + node(m).op + ".hpp";
     if (std::find(op_files.begin(), op_files.end(), f) == op_files.end()) op_files.push_back(f);
   }
@@ -235,11 +324,31 @@ inline generated_kernel generate_group_kernel(const symflow::graph& g, const val
     k.program.headers.emplace_back(f, std::move(text));
   }
   k.program.arch = arch;
+  // A reduction calls its op's `identity`, which has no execution-space annotation (a constexpr
+  // host function for host compilers): NVRTC compiles such functions for the device with this.
+  if (reduction) k.program.options.push_back("-default-device");
 
   // Description.
   std::string ops;
-  for (auto m : gr.members) ops += (ops.empty() ? "" : ", ") + node(m).op + " '" + node(m).name + "'";
-  k.description = ops + " over " + std::string(dtype_name(t.type[gr.members.back()])) + format_extents(E);
+  for (auto m : members) ops += (ops.empty() ? "" : ", ") + node(m).op + " '" + node(m).name + "'";
+  if (reduction) {
+    const graph_node& rn = node(reduction->node);
+    const auto label = [&](std::uint32_t id) {
+      const std::size_t ni = g.inputs.size(), np = g.parameters.size();
+      return id >= first ? node(id).name : id < ni ? g.inputs[id].name : id < ni + np ? g.parameters[id - ni].name
+                                                                                      : g.constants[id - ni - np].name;
+    };
+    k.description = rn.op + " '" + rn.name + "' of " + (ops.empty() ? "'" + label(reduction->operand) + "'" : "(" + ops + ")") +
+                    " over " + std::string(dtype_name(t.type[reduction->operand])) + format_extents(E) + " as " +
+                    std::to_string(reduction->rows) + " rows of " + std::to_string(reduction->count);
+    ops += (ops.empty() ? "" : ", ") + rn.op + " '" + rn.name + "'";
+  } else if (copy) {
+    const graph_node& cn = node(*copy);
+    k.description = cn.op + " '" + cn.name + "' copied to dense memory, " + std::string(dtype_name(t.type[*copy])) + format_extents(E);
+    ops = cn.op + " '" + cn.name + "' (strided copy)";
+  } else {
+    k.description = ops + " over " + std::string(dtype_name(t.type[members.back()])) + format_extents(E);
+  }
 
   // Source.
   const std::size_t R = dims.size();
@@ -251,14 +360,35 @@ inline generated_kernel generate_group_kernel(const symflow::graph& g, const val
   s += "\nstruct symflow_frame {\n  long long dim[" + std::to_string(R) + "];\n  long long stride[" +
        std::to_string(std::max<std::size_t>(nx, 1)) + "][" + std::to_string(R) + "];\n};\n\n";
   s += "extern \"C\" __global__ void " + std::string(generated_kernel::entry) + "(const symflow_frame f, const long long n";
+  if (reduction) s += ", const long long rows, const long long count";
   for (std::size_t x = 0; x < nx; ++x)
     if (k.access[x] != operand_access::literal)
       s += ",\n    const " + std::string(element_type(t.type[k.externals[x]])) + "* __restrict__ x" + std::to_string(x);
   for (std::size_t o = 0; o < k.stored.size(); ++o)
     s += ",\n    " + std::string(element_type(t.type[k.stored[o]])) + "* __restrict__ y" + std::to_string(o);
+  std::string red_type, acc_type, red_op;
+  if (reduction) {
+    const dtype rt = t.type[reduction->node];
+    red_type = element_type(rt);
+    acc_type = rt == dtype::f32 || rt == dtype::f64 ? "double" : red_type;
+    red_op = reduction_op_type(node(reduction->node));
+    unsigned b = 1;
+    while (b * 2 <= std::clamp(block, 1u, 1024u)) b *= 2;
+    k.block = b;
+    s += ",\n    " + red_type + "* __restrict__ r";
+  }
   s += ") {\n";
-  s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
-  s += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n";
+  if (reduction) {
+    const std::string B = std::to_string(k.block);
+    s += "  __shared__ " + acc_type + " part[" + B + "];\n";
+    s += "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n";
+    s += "  " + acc_type + " acc = " + red_op + "::identity<" + acc_type + ">();\n";
+    s += "  for (long long j = threadIdx.x; j < count; j += blockDim.x) {\n";
+    s += "    const long long i = row * count + j;\n";
+  } else {
+    s += "  const long long step = (long long)gridDim.x * blockDim.x;\n";
+    s += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n";
+  }
   const bool coordinates = std::find(k.access.begin(), k.access.end(), operand_access::strided) != k.access.end();
   if (coordinates) {
     for (std::size_t x = 0; x < nx; ++x)
@@ -276,8 +406,8 @@ inline generated_kernel generate_group_kernel(const symflow::graph& g, const val
   }
   const auto value_name = [&](std::uint32_t id) {
     // (Appended rather than `"v" + std::to_string(id)`, which trips GCC 12's -Wrestrict.)
-    std::string name(1, plan.group_of[id] == gi ? 'v' : 'a');
-    name += std::to_string(plan.group_of[id] == gi
+    std::string name(1, in_group(id) ? 'v' : 'a');
+    name += std::to_string(in_group(id)
                                ? std::size_t(id)
                                : std::size_t(std::find(k.externals.begin(), k.externals.end(), id) - k.externals.begin()));
     return name;
@@ -294,7 +424,7 @@ inline generated_kernel generate_group_kernel(const symflow::graph& g, const val
     }
     s += "    const " + std::string(element_type(t.type[id])) + " a" + X + " = " + read + ";\n";
   }
-  for (auto m : gr.members) {
+  for (auto m : members) {
     const graph_node& n = node(m);
     const char* R_t = element_type(t.type[m]);
     s += "    const " + std::string(R_t) + " v" + std::to_string(m) + " = static_cast<" + R_t + ">(" +
@@ -303,11 +433,34 @@ inline generated_kernel generate_group_kernel(const symflow::graph& g, const val
     s += "));  // " + n.op + " '" + n.name + "'\n";
   }
   for (std::size_t o = 0; o < k.stored.size(); ++o)
-    s += "    y" + std::to_string(o) + "[i] = v" + std::to_string(k.stored[o]) + ";\n";
-  s += "  }\n}\n";
+    s += "    y" + std::to_string(o) + "[i] = " + value_name(k.stored[o]) + ";\n";
+  if (reduction) {
+    s += "    acc = " + red_op + "::combine(acc, static_cast<" + acc_type + ">(" + value_name(reduction->operand) + "));\n";
+    s += "  }\n";
+    // The block's partial results, combined in a fixed tree.
+    s += "  part[threadIdx.x] = acc;\n";
+    s += "  __syncthreads();\n";
+    s += "  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {\n";
+    s += "    if (threadIdx.x < s) part[threadIdx.x] = " + red_op + "::combine(part[threadIdx.x], part[threadIdx.x + s]);\n";
+    s += "    __syncthreads();\n";
+    s += "  }\n";
+    s += "  if (threadIdx.x == 0) r[row] = static_cast<" + red_type + ">(" + red_op +
+         "::finish(part[0], static_cast<decltype(sizeof(0))>(count)));\n";
+    s += "  __syncthreads();  // part is reused by the block's next row\n";
+    s += "  }\n}\n";
+  } else {
+    s += "  }\n}\n";
+  }
   k.program.source = std::move(s);
   k.program.name = "symflow_group.cu";
   return k;
+}
+
+// The kernel of fusion group `gi` alone (no reduction).
+inline generated_kernel generate_group_kernel(const symflow::graph& g, const value_types& t, const fusion_plan& plan, int gi,
+                                              const std::vector<bool>& stored_flags,
+                                              const std::filesystem::path& include_dir, const std::string& arch) {
+  return generate_kernel(g, t, plan, gi, stored_flags, include_dir, arch);
 }
 
 }  // namespace symflow::cuda

@@ -26,17 +26,13 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <typeinfo>
 #include <vector>
-
-#if __has_include(<cxxabi.h>)
-#include <cxxabi.h>
-#endif
 
 #include <symflow/graph/graph.hpp>
 #include <symflow/graph/op_registry.hpp>
 #include <symflow/graph/runtime/op_table.hpp>
 #include <symflow/graph/runtime/plan.hpp>
+#include <symflow/graph/runtime/type_spelling.hpp>
 
 #include "compiler.hpp"
 #include "prelude.hpp"
@@ -44,17 +40,6 @@
 namespace symflow::cuda {
 
 namespace nvrtc_detail {
-
-// The C++ spelling of a type, as the host compiler's ABI names it ("symflow::ops::cast_op<long>").
-template <class T>
-std::string type_spelling() {
-#if __has_include(<cxxabi.h>)
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> s(abi::__cxa_demangle(typeid(T).name(), nullptr, nullptr, &status), std::free);
-  if (status == 0 && s) return s.get();
-#endif
-  throw nvrtc_error(std::string("graph_runner: cannot spell the C++ type ") + typeid(T).name());
-}
 
 // The C++ type of the op of kind `Kind` a node names, with its attributes applied (from the registry).
 template <node_kind Kind>
@@ -317,7 +302,7 @@ inline generated_kernel generate_kernel(const symflow::graph& g, const value_typ
          return all;
        }()) {
     const auto path = include_dir / f;
-    std::string text = read_file(path);
+    std::string text = read_file_bytes(path);
     if (text.empty())
       throw nvrtc_error("graph_runner: cannot read " + path.string() +
                         " (symflow's headers: set nvrtc_options::include_dir or SYMFLOW_INCLUDE_DIR)");

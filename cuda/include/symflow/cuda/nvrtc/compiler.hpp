@@ -14,24 +14,18 @@
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <symflow/core/cache_files.hpp>
 #include <symflow/core/error.hpp>
-
-#if defined(__unix__)
-#include <unistd.h>
-#endif
 
 namespace symflow::cuda {
 
@@ -50,57 +44,6 @@ inline void check(nvrtcResult r, const char* what) {
 inline void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
     throw nvrtc_error(std::string("CUDA: ") + what + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
-
-struct fnv1a {
-  std::uint64_t h = 1469598103934665603ull;
-  void add(std::string_view s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 1099511628211ull;
-    }
-    // A separator, so that ("ab", "c") and ("a", "bc") differ.
-    h ^= 0xFFu;
-    h *= 1099511628211ull;
-  }
-  std::string hex() const {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-    return buf;
-  }
-};
-
-inline std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return {};
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
-inline void write_file_atomically(const std::filesystem::path& path, const std::string& bytes) {
-  static std::atomic<unsigned> counter{0};
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-#if defined(__unix__)
-  const long pid = long(::getpid());
-#else
-  const long pid = 0;
-#endif
-  const auto tmp = path.string() + ".tmp." + std::to_string(pid) + "." + std::to_string(counter++);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return;  // an unwritable cache directory only costs a recompilation
-    f.write(bytes.data(), std::streamsize(bytes.size()));
-    if (!f) {
-      f.close();
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
 }
 
 inline int nvrtc_version() {
@@ -126,7 +69,7 @@ struct nvrtc_program {
   }
   // The cache key: hash of NVRTC's version, the options, the source and every header.
   std::string key() const {
-    nvrtc_detail::fnv1a h;
+    content_hash h;
     h.add(std::to_string(nvrtc_detail::nvrtc_version()));
     for (const auto& o : all_options()) h.add(o);
     h.add(source);
@@ -264,7 +207,7 @@ class kernel_cache {
     const std::filesystem::path file = disk_dir.empty() ? std::filesystem::path{} : std::filesystem::path(disk_dir) / (key + ext);
     bool from_disk = false;
     if (!disk_dir.empty()) {
-      std::string bytes = nvrtc_detail::read_file(file);
+      std::string bytes = read_file_bytes(file);
       if (!bytes.empty()) {
         made = std::make_shared<compiled_program>(key, std::move(bytes), p.cubin(), "", true);
         from_disk = true;
@@ -281,7 +224,7 @@ class kernel_cache {
       ++stats_.disk_hits;
     } else {
       ++stats_.compiled;
-      if (!disk_dir.empty()) nvrtc_detail::write_file_atomically(file, made->image());
+      if (!disk_dir.empty()) write_file_atomically(file, made->image());
     }
     return made;
   }

@@ -19,6 +19,7 @@
 #include "../../eval/cpu/parallel.hpp"
 #include "op_table.hpp"
 #include "pass_compiler.hpp"
+#include "plan.hpp"
 #include "run_options.hpp"
 #include "value.hpp"
 
@@ -96,7 +97,7 @@ class fused_pass {
   fused_pass(std::vector<fused_pass_input> inputs, std::vector<fused_pass_member> members, runtime_extents extents,
              const interpreter_options& options, bool checking)
       : inputs_(std::move(inputs)), members_(std::move(members)), extents_(std::move(extents)) {
-    merge_axes();
+    plan_index_space();
     choose_tile(options);
     build_program(checking);
     native_ = generated_pass(options);
@@ -153,36 +154,13 @@ class fused_pass {
 
   // Strides of each input in the pass's index space (0 along broadcast axes), then axes merged where
   // every input is contiguous across them.
-  void merge_axes() {
-    const runtime_extents& E = extents_;
-    const std::size_t rank = E.size(), nx = inputs_.size();
-    std::vector<std::vector<std::size_t>> strides(nx, std::vector<std::size_t>(rank, 0));
-    for (std::size_t k = 0; k < nx; ++k) {
-      const auto& x = inputs_[k].extents;
-      std::size_t s = 1;
-      for (std::size_t i = x.size(); i-- > 0;) {
-        if (x[i] != 1) strides[k][rank - x.size() + i] = s;
-        s *= x[i];
-      }
-    }
-    dstrides_.assign(nx, {});
-    for (std::size_t i = 0; i < rank; ++i) {
-      if (E[i] == 1) continue;
-      bool merge_with_previous = !dims_.empty();
-      for (std::size_t k = 0; merge_with_previous && k < nx; ++k)
-        merge_with_previous = dstrides_[k].back() == strides[k][i] * E[i];
-      if (merge_with_previous) {
-        dims_.back() *= E[i];
-        for (std::size_t k = 0; k < nx; ++k) dstrides_[k].back() = strides[k][i];
-      } else {
-        dims_.push_back(E[i]);
-        for (std::size_t k = 0; k < nx; ++k) dstrides_[k].push_back(strides[k][i]);
-      }
-    }
-    if (dims_.empty()) {
-      dims_.push_back(1);
-      for (auto& d : dstrides_) d.push_back(0);
-    }
+  void plan_index_space() {
+    const std::size_t nx = inputs_.size();
+    std::vector<std::vector<std::size_t>> strides;
+    for (const auto& x : inputs_) strides.push_back(broadcast_strides(extents_.size(), x.extents));
+    merged_axes m = symflow::merge_axes(extents_, strides);
+    dims_ = std::move(m.dims);
+    dstrides_ = std::move(m.strides);
     splat_all_.resize(nx);
     inner_splat_.resize(nx);
     flat_base_.resize(nx);

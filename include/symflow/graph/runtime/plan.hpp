@@ -181,4 +181,46 @@ inline fusion_plan plan_fusion_groups(const graph& g, const value_types& t, bool
   return runtime_detail::fusion_planner(g, t).run(fuse);
 }
 
+// A pass's index space: the group's extents with extent-1 axes dropped and adjacent axes merged
+// wherever every input is contiguous across them (at least one axis), and each input's strides along
+// the merged axes. `strides[k]` are input k's strides along the extents' axes (0 where broadcast).
+struct merged_axes {
+  runtime_extents dims;
+  std::vector<std::vector<std::size_t>> strides;
+};
+inline merged_axes merge_axes(const runtime_extents& extents, const std::vector<std::vector<std::size_t>>& strides) {
+  merged_axes m;
+  m.strides.assign(strides.size(), {});
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    if (extents[i] == 1) continue;
+    bool merge_with_previous = !m.dims.empty();
+    for (std::size_t k = 0; merge_with_previous && k < strides.size(); ++k)
+      merge_with_previous = m.strides[k].back() == strides[k][i] * extents[i];
+    if (merge_with_previous) {
+      m.dims.back() *= extents[i];
+      for (std::size_t k = 0; k < strides.size(); ++k) m.strides[k].back() = strides[k][i];
+    } else {
+      m.dims.push_back(extents[i]);
+      for (std::size_t k = 0; k < strides.size(); ++k) m.strides[k].push_back(strides[k][i]);
+    }
+  }
+  if (m.dims.empty()) {
+    m.dims.push_back(1);
+    for (auto& s : m.strides) s.push_back(0);
+  }
+  return m;
+}
+
+// The strides, along `rank` axes, of a contiguous value of extents `x` broadcast to them (numpy's
+// alignment from the right; 0 along its extent-1 and missing axes).
+inline std::vector<std::size_t> broadcast_strides(std::size_t rank, const runtime_extents& x) {
+  std::vector<std::size_t> strides(rank, 0);
+  std::size_t s = 1;
+  for (std::size_t i = x.size(); i-- > 0;) {
+    if (x[i] != 1) strides[rank - x.size() + i] = s;
+    s *= x[i];
+  }
+  return strides;
+}
+
 }  // namespace symflow

@@ -244,38 +244,21 @@ inline generated_kernel generate_kernel(const symflow::graph& g, const value_typ
     k.offsets.push_back(v == views.end() ? 0 : v->second.layout.offset);
   }
 
-  // Strides of each external in the group's index space (0 along broadcast axes), then axes merged
-  // where every external allows it (the interpreter's rule).
+  // Strides of each external in the group's index space (0 along broadcast axes; a view's own
+  // strides), then axes merged where every external allows it (the interpreter's rule).
   const std::size_t rank = E.size();
   const std::size_t nx = k.externals.size();
-  std::vector<std::vector<std::size_t>> strides(nx, std::vector<std::size_t>(rank, 0));
+  std::vector<std::vector<std::size_t>> strides;
   for (std::size_t x = 0; x < nx; ++x) {
     const auto& e = t.extents[k.externals[x]];
-    const auto v = views.find(k.externals[x]);
-    std::size_t s = 1;
-    for (std::size_t i = e.size(); i-- > 0;) {
-      if (e[i] != 1) strides[x][rank - e.size() + i] = v == views.end() ? s : v->second.layout.strides[i];
-      s *= e[i];
-    }
+    strides.push_back(broadcast_strides(rank, e));
+    if (const auto v = views.find(k.externals[x]); v != views.end())
+      for (std::size_t i = 0; i < e.size(); ++i)
+        if (e[i] != 1) strides[x][rank - e.size() + i] = v->second.layout.strides[i];
   }
-  runtime_extents dims;
-  std::vector<std::vector<std::size_t>> ds(nx);
-  for (std::size_t i = 0; i < rank; ++i) {
-    if (E[i] == 1) continue;
-    bool merge = !dims.empty();
-    for (std::size_t x = 0; merge && x < nx; ++x) merge = ds[x].back() == strides[x][i] * E[i];
-    if (merge) {
-      dims.back() *= E[i];
-      for (std::size_t x = 0; x < nx; ++x) ds[x].back() = strides[x][i];
-    } else {
-      dims.push_back(E[i]);
-      for (std::size_t x = 0; x < nx; ++x) ds[x].push_back(strides[x][i]);
-    }
-  }
-  if (dims.empty()) {
-    dims.push_back(1);
-    for (auto& d : ds) d.push_back(0);
-  }
+  merged_axes merged = merge_axes(E, strides);
+  runtime_extents& dims = merged.dims;
+  std::vector<std::vector<std::size_t>>& ds = merged.strides;
   k.frame = dims;
   k.strides = ds;
   const auto dense = runtime_layout::contiguous(dims).strides;

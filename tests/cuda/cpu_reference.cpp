@@ -1,30 +1,9 @@
 // CPU references for the GPU suite: symflow::eval on the CPU backend, compiled by the C++ compiler
 // (so the references do not depend on nvcc compiling the CPU evaluator).
-#include <symflow/eval/cpu/eval.hpp>
-
 #include "cases.hpp"
-#include "harness.hpp"
+#include "cpu_reference.hpp"
 
 namespace symflow_cuda_test {
-
-template <class Case>
-host_array cpu_reference(const case_inputs& inputs) {
-  return std::apply(
-      [&](const auto&... leaf) {
-        const auto expr = Case::build(leaf...);
-        std::size_t i = 0;
-        auto bind = [&](const auto& l) {
-          using L = std::remove_cvref_t<decltype(l)>;
-          using T = typename L::value_type;
-          const host_array& in = inputs.at(i++);
-          return l = symflow::tensor_view<const T, symflow::dyn_shape<L::rank>>(
-                     in.data<T>(), in.extents_as<T, L::rank>());
-        };
-        const auto feeds = std::tuple{bind(leaf)...};
-        return host_array::of(std::apply([&](const auto&... f) { return symflow::eval(expr, f...); }, feeds));
-      },
-      Case::leaves());
-}
 
 #define SYMFLOW_INSTANTIATE(name) template host_array cpu_reference<cases::name>(const case_inputs&);
 SYMFLOW_CUDA_ELEMENTWISE_CASES(SYMFLOW_INSTANTIATE)

@@ -69,7 +69,9 @@ TEST_F(Gpu, PlacementLogPrintsEachKernelOnce) {
   testing::internal::CaptureStderr();
   for (int k = 0; k < 3; ++k)
     (void)cuda::eval(a * b + c * sin(d), cuda::feed(a, dv), cuda::feed(b, dv), cuda::feed(c, dv), cuda::feed(d, dv));
-  (void)cuda::eval(scope("dense", [&] { return relu(matmul(x, W)); }), cuda::feed(x, dx), cuda::feed(W, dW));
+  cuda::options unfused;
+  unfused.gemm_epilogues = false;  // the GEMM and its relu as two kernels, each logged (epilogue_test covers the other)
+  (void)cuda::eval(scope("dense", [&] { return relu(matmul(x, W)); }), cuda::feed(x, dx), cuda::feed(W, dW), unfused);
   (void)cuda::eval(sum(a * b), cuda::feed(a, dv), cuda::feed(b, dv));
   SYMFLOW_CUDA_CHECK(cudaDeviceSynchronize());
   const std::string log = testing::internal::GetCapturedStderr();

@@ -2,6 +2,8 @@
 // cuda::eval: evaluates an expression on the GPU and returns a device tensor.
 #include <symflow/expr/leaves.hpp>
 
+#include "conv_ops.hpp"
+#include "gemm_epilogue.hpp"
 #include "kernel_ops.hpp"
 #include "multi_output.hpp"
 #include "nonfinite.hpp"
@@ -109,7 +111,7 @@ template <expression E, class... Sources>
   requires(!expression<Sources> && ...)
 device_tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sources) {
   detail::context<Sources...> ctx(sources...);
-  auto evs = std::tuple{detail::make_evaluator(expr, ctx)};
+  auto evs = std::tuple{detail::make_root_evaluator(expr, ctx)};
   device_tensor<value_type_of<E>, shape_of<E>> out(std::get<0>(evs).extents, ctx.stream);
   if (!detail::compute_outputs<std::tuple<E>>(evs, ctx, {static_cast<void*>(out.data())}))
     detail::report_nonfinite_on_device(std::tie(expr), ctx.stream, sources...);
@@ -124,7 +126,7 @@ template <class Out, expression E, class... Sources>
   requires(!detail::is_std_tuple_v<std::remove_cvref_t<Out>> && (!expression<Sources> && ...))
 void eval_into(Out&& out, const E& expr, const Sources&... sources) {
   detail::context<Sources...> ctx(sources...);
-  auto evs = std::tuple{detail::make_evaluator(expr, ctx)};
+  auto evs = std::tuple{detail::make_root_evaluator(expr, ctx)};
   void* memory = detail::output_memory_for<E>(out, std::get<0>(evs), ctx.stream);
   if (!detail::compute_outputs<std::tuple<E>>(evs, ctx, {memory}))
     detail::report_nonfinite_on_device(std::tie(expr), ctx.stream, sources...);
@@ -144,7 +146,7 @@ void eval_into(std::tuple<Out...> outs, const E1& e1, const Rest&... rest) {
   [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
     using exprs = std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>;
     detail::context<std::remove_cvref_t<std::tuple_element_t<k + S, all>>...> ctx(std::get<k + S>(args)...);
-    auto evs = std::tuple{detail::make_evaluator(std::get<X>(args), ctx)...};
+    auto evs = std::tuple{detail::make_root_evaluator(std::get<X>(args), ctx)...};
     const std::array<void*, k> memory{
         detail::output_memory_for<std::tuple_element_t<X, exprs>>(std::get<X>(outs), std::get<X>(evs), ctx.stream)...};
     if (!detail::compute_outputs<exprs>(evs, ctx, memory))
@@ -162,7 +164,7 @@ auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
   return [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
     using exprs = std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>;
     detail::context<std::remove_cvref_t<std::tuple_element_t<k + S, all>>...> ctx(std::get<k + S>(args)...);
-    auto evs = std::tuple{detail::make_evaluator(std::get<X>(args), ctx)...};
+    auto evs = std::tuple{detail::make_root_evaluator(std::get<X>(args), ctx)...};
     auto outs = std::tuple{device_tensor<value_type_of<std::tuple_element_t<X, exprs>>, shape_of<std::tuple_element_t<X, exprs>>>(
         std::get<X>(evs).extents, ctx.stream)...};
     if (!detail::compute_outputs<exprs>(evs, ctx, {static_cast<void*>(std::get<X>(outs).data())...}))
@@ -184,6 +186,22 @@ std::string root_group_description(const E& expr, const Sources&... sources) {
     return ev.source.text() + "(" + ev.operand_list() + ")";
   else
     return detail::describe_group(ev);
+}
+
+// How the root of `expr` runs, as the profile names it: for act(matmul(a, b) + bias) that becomes one
+// cuBLASLt GEMM with an epilogue, "cuBLASLt GEMM + bias + relu epilogue (FP32): dense1/relu(dense1/add(
+// dense1/matmul(x, W), b)) -> f32[2,4]"; otherwise root_group_description's text. Decided from what
+// the host knows (pattern, dtype, options, extents), without a GPU; at run time the root can still
+// fall back to GEMM + map when cuBLASLt offers no algorithm for the operands' layouts and alignments,
+// or when another output of the same evaluation computes the plain product anyway.
+template <expression E, class... Sources>
+std::string root_placement_description(const E& expr, const Sources&... sources) {
+  detail::context<Sources...> ctx(sources...);
+  const auto ev = detail::make_root_evaluator(expr, ctx);
+  if constexpr (detail::is_gemm_epilogue_eval_v<std::remove_cvref_t<decltype(ev)>>) {
+    if (ev.expected()) return ev.description(ctx.allow_tf32);
+  }
+  return root_group_description(expr, sources...);
 }
 
 }  // namespace symflow::cuda

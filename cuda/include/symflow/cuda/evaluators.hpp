@@ -38,6 +38,10 @@ namespace symflow::cuda {
 struct options {
   stream_ref stream{};       // where the work is queued (default: the legacy default stream)
   bool allow_tf32 = false;   // let cuBLAS use TF32 tensor cores for f32 matmuls (about 1e-3 relative error)
+  // A result of the form act(matmul(a, b) + bias) runs as one cuBLASLt GEMM whose epilogue adds the
+  // bias and applies the activation (gemm_epilogue.hpp). Off: the GEMM, then one fused pass over its
+  // product, as for any other expression (for comparison, or should a cuBLASLt version misbehave).
+  bool gemm_epilogues = true;
 };
 
 // A named leaf bound to device memory for one evaluation: cuda::feed(x, dev_tensor).
@@ -112,6 +116,7 @@ struct context {
   std::tuple<const Sources&...> sources;
   cudaStream_t stream = nullptr;
   bool allow_tf32 = false;
+  bool gemm_epilogues = true;
   std::vector<void*> workspace;
   char* chunk_cursor = nullptr;
   std::size_t chunk_left = 0;
@@ -124,6 +129,7 @@ struct context {
       const options& o = std::get<options_index()>(sources);
       stream = o.stream.handle;
       allow_tf32 = o.allow_tf32;
+      gemm_epilogues = o.gemm_epilogues;
     }
   }
   context(const context&) = delete;

@@ -2,7 +2,8 @@
 // Device implementations of the kernel ops (node_kind::kernel), keyed by op type on the CUDA side:
 // matmul through cuBLAS, concat as strided device copies, one_hot as a scatter kernel. A kernel op
 // with no device implementation here runs its own run_cpu on host copies of its operands (correct,
-// slow: one synchronisation per call).
+// slow: one synchronisation per call). conv2d and its adjoints have theirs in conv_ops.hpp; an
+// output act(matmul + bias) runs as one cuBLASLt GEMM with an epilogue (gemm_epilogue.hpp).
 #include <cublas_v2.h>
 
 #include <cstring>

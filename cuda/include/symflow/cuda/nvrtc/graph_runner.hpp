@@ -42,6 +42,8 @@
 #include "../runtime.hpp"
 #include "codegen.hpp"
 #include "compiler.hpp"
+#include "device_kernels.hpp"
+#include "graph_values.hpp"
 
 namespace symflow::cuda {
 
@@ -57,120 +59,6 @@ struct nvrtc_options {
   std::string include_dir;
   bool fuse = true;           // false: every elementwise node is a kernel of its own
   unsigned block_size = 256;  // threads per block
-};
-
-// Owning device memory with a dtype and extents (cudaMalloc / cudaFree; shared ownership).
-class device_array {
- public:
-  device_array() = default;
-  device_array(dtype type, runtime_extents extents) : type_(type), extents_(std::move(extents)) {
-    const std::size_t bytes = byte_size();
-    void* p = nullptr;
-    if (bytes) nvrtc_detail::check_cuda(cudaMalloc(&p, bytes), "cudaMalloc");
-    mem_ = std::shared_ptr<void>(p, [](void* q) {
-      if (q) cudaFree(q);
-    });
-  }
-  static device_array from_host(const runtime_tensor& h) {
-    device_array d(h.type(), h.extents());
-    if (d.byte_size())
-      nvrtc_detail::check_cuda(cudaMemcpy(d.data(), h.bytes(), d.byte_size(), cudaMemcpyHostToDevice), "cudaMemcpy");
-    return d;
-  }
-  runtime_tensor to_host() const {
-    runtime_tensor h(type_, extents_);
-    if (h.byte_size())
-      nvrtc_detail::check_cuda(cudaMemcpy(h.bytes(), data(), h.byte_size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
-    return h;
-  }
-  dtype type() const noexcept { return type_; }
-  const runtime_extents& extents() const noexcept { return extents_; }
-  std::size_t size() const noexcept { return element_count(extents_); }
-  std::size_t byte_size() const noexcept { return size() * dtype_size(type_); }
-  void* data() const noexcept { return mem_.get(); }
-
- private:
-  dtype type_ = dtype::f32;
-  runtime_extents extents_;
-  std::shared_ptr<void> mem_;
-};
-
-// A value for an input (or a parameter, replacing its embedded value): host memory (uploaded during
-// the run) or device memory (read in place; it must stay valid during the run).
-class graph_feed {
- public:
-  graph_feed(runtime_tensor host) : host_(std::move(host)) {}  // NOLINT: implicit by design
-  graph_feed(device_array d) : type_(d.type()), extents_(d.extents()), ptr_(d.data()), keep_(std::move(d)) {}  // NOLINT
-  graph_feed(const void* device_pointer, dtype type, runtime_extents extents)
-      : type_(type), extents_(std::move(extents)), ptr_(device_pointer) {}
-  template <class T, class S>
-  graph_feed(const device_tensor<T, S>& d)  // NOLINT
-      : type_(dtype_v<T>), extents_(d.extents().begin(), d.extents().end()), ptr_(d.data()) {}
-
-  bool on_host() const noexcept { return host_.has_value(); }
-  dtype type() const noexcept { return host_ ? host_->type() : type_; }
-  runtime_extents extents() const { return host_ ? host_->extents() : extents_; }
-  const runtime_tensor& host() const { return *host_; }
-  const void* device_pointer() const noexcept { return ptr_; }
-
- private:
-  std::optional<runtime_tensor> host_;
-  dtype type_ = dtype::f32;
-  runtime_extents extents_;
-  const void* ptr_ = nullptr;
-  std::optional<device_array> keep_;
-};
-using graph_feeds = std::map<std::string, graph_feed, std::less<>>;
-
-// A leaf's dtype and extents, for planning without values (graph_runner::kernels).
-struct value_spec {
-  dtype type;
-  runtime_extents extents;
-};
-using input_specs = std::map<std::string, value_spec, std::less<>>;
-
-// Device implementations of kernel ops for the graph runner, keyed by the op's C++ type (as
-// kernel_impl<Op> in kernel_ops.hpp is for compiled expressions; the op is found through the
-// registry, never by a name written here). `run` returns false for a case it does not handle, which
-// then runs on the host. Operands and result are dense, row-major device memory.
-template <class Op>
-struct graph_device_kernel {
-  static constexpr bool available = false;
-};
-
-// matmul through cuBLAS: [..., M, K] x [K, N] (leading axes of the left operand folded into M), f32 in
-// full FP32 (no TF32) and f64. Batched right operands run on the host.
-template <>
-struct graph_device_kernel<ops::matmul_op> {
-  static constexpr bool available = true;
-  static bool run(cublasHandle_t h, dtype type, const std::vector<runtime_extents>& in, const std::vector<const void*>& ptr,
-                  const runtime_extents& out, void* result) {
-    if (in.size() != 2 || in[0].size() < 2 || in[1].size() != 2) return false;
-    if (type != dtype::f32 && type != dtype::f64) return false;
-    const std::size_t K = in[0].back(), N = in[1][1], M = K ? element_count(in[0]) / K : element_count(out) / std::max<std::size_t>(N, 1);
-    const std::size_t limit = 0x7fffffff;
-    if (M > limit || N > limit || K > limit || in[1][0] != K) return false;
-    const std::size_t bytes = element_count(out) * dtype_size(type);
-    if (!bytes) return true;
-    if (!K) {
-      nvrtc_detail::check_cuda(cudaMemset(result, 0, bytes), "cudaMemset");
-      return true;
-    }
-    // Row-major C = A B is column-major C^T = B^T A^T: B as an N x K column-major matrix (ld N), A as
-    // K x M (ld K), C as N x M (ld N).
-    cublasStatus_t st;
-    if (type == dtype::f32) {
-      const float one = 1.f, zero = 0.f;
-      st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one, static_cast<const float*>(ptr[1]), int(N),
-                       static_cast<const float*>(ptr[0]), int(K), &zero, static_cast<float*>(result), int(N));
-    } else {
-      const double one = 1., zero = 0.;
-      st = cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one, static_cast<const double*>(ptr[1]), int(N),
-                       static_cast<const double*>(ptr[0]), int(K), &zero, static_cast<double*>(result), int(N));
-    }
-    if (st != CUBLAS_STATUS_SUCCESS) throw nvrtc_error("graph_runner: cuBLAS GEMM failed with status " + std::to_string(int(st)));
-    return true;
-  }
 };
 
 struct graph_runner_stats {

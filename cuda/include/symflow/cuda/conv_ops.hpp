@@ -103,10 +103,8 @@ void row_major_gemm(Ctx& ctx, bool trans_a, bool trans_b, std::size_t m, std::si
     throw shape_error("symflow::cuda: conv2d's GEMM extents exceed cuBLAS's 32-bit limits");
   const cublasHandle_t h = cublas_handle();
   SYMFLOW_CUBLAS_CHECK(cublasSetStream(h, ctx.stream));
-  constexpr cudaDataType_t type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F;
-  const cublasComputeType_t compute = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F
-                                      : ctx.allow_tf32          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                : CUBLAS_COMPUTE_32F;
+  constexpr cudaDataType_t type = gemm_data_type<T>;
+  const cublasComputeType_t compute = gemm_compute_type<T>(ctx.allow_tf32);
   const T alpha = 1;
   SYMFLOW_CUBLAS_CHECK(cublasGemmEx(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, int(n),
                                     int(m), int(k), &alpha, b, type, int(ldb), a, type, int(lda), &beta, c, type, int(ldc),

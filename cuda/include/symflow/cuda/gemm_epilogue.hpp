@@ -344,11 +344,8 @@ struct gemm_epilogue_eval {
     if constexpr (pattern::has_bias) bias = materialize(pattern::bias(root), ctx, true).data;
 
     const std::size_t rows = batches * M;
-    constexpr bool f64 = std::is_same_v<T, double>;
-    constexpr cudaDataType_t type = f64 ? CUDA_R_64F : CUDA_R_32F;
-    const cublasComputeType_t compute = f64              ? CUBLAS_COMPUTE_64F
-                                        : ctx.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                         : CUBLAS_COMPUTE_32F;
+    constexpr cudaDataType_t type = gemm_data_type<T>;
+    const cublasComputeType_t compute = gemm_compute_type<T>(ctx.allow_tf32);
     // Row-major C = A B is column-major C^T = B^T A^T: cuBLASLt's "A" is our b, its "B" our a.
     const cublasOperation_t op_b = gb.column_major ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_a = ga.column_major ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -52,6 +52,16 @@ inline cublasHandle_t cublas_handle() {
   return h;
 }
 
+// cuBLAS's element type and compute type for a GEMM over T (f32 or f64): f32 in full FP32 unless the
+// evaluation allows TF32 tensor cores.
+template <class T>
+inline constexpr cudaDataType_t gemm_data_type = std::is_same_v<T, double> ? CUDA_R_64F : CUDA_R_32F;
+template <class T>
+cublasComputeType_t gemm_compute_type(bool allow_tf32) {
+  if constexpr (std::is_same_v<T, double>) return CUBLAS_COMPUTE_64F;
+  else return allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 // How a matrix operand (the last two axes of a leaf) is laid out for cuBLAS: row-major (unit
 // column stride) or column-major (unit row stride), with its leading dimension and batch stride.
 struct gemm_operand {
@@ -119,10 +129,8 @@ struct kernel_impl<ops::matmul_op> {
       throw shape_error("symflow::cuda: matmul extents exceed cuBLAS's 32-bit limits");
     const cublasHandle_t h = cublas_handle();
     SYMFLOW_CUBLAS_CHECK(cublasSetStream(h, ctx.stream));
-    constexpr cudaDataType_t type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F;
-    const cublasComputeType_t compute = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F
-                                        : ctx.allow_tf32          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                  : CUBLAS_COMPUTE_32F;
+    constexpr cudaDataType_t type = gemm_data_type<T>;
+    const cublasComputeType_t compute = gemm_compute_type<T>(ctx.allow_tf32);
     const T alpha = 1, beta = 0;
     const cublasOperation_t op_b = gb.column_major ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_a = ga.column_major ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -169,6 +169,20 @@ SYMFLOW_DEVICE T warp_reduce(T v) {
 // Reduction whose innermost frame axis is reduced: a group of G threads (a warp, or the whole block)
 // per output, striding along the reduced elements (coalesced). blockIdx.y picks a contiguous chunk of
 // the reduced elements when the outputs alone cannot fill the GPU; each chunk then writes a partial.
+// Output o's accumulator: with chunked rows (partial), this chunk's partial, combined later by
+// reduce_finish_kernel; otherwise the finished result, checked when check_numerics is on.
+template <class Op, class T, class Check>
+SYMFLOW_DEVICE void store_reduced(T acc, std::size_t o, T* out, std::size_t out_size, std::size_t count, bool partial,
+                                  Check& check) {
+  if (partial) {
+    out[std::size_t(blockIdx.y) * out_size + o] = acc;
+  } else {
+    const T r = Op::finish(acc, count);
+    out[o] = r;
+    check.add(r);
+  }
+}
+
 template <class Op, class T, class Ev, class Env, int FR, bool Check = false>
 __global__ void __launch_bounds__(block_threads) reduce_rows_kernel(const Ev ev, const Env env, const reduce_frame f, T* out,
                                                                     std::size_t out_size, std::size_t count,
@@ -208,13 +222,7 @@ __global__ void __launch_bounds__(block_threads) reduce_rows_kernel(const Ev ev,
       __syncthreads();
     }
     if (lane == 0) {
-      if (partial) {
-        out[std::size_t(blockIdx.y) * out_size + o] = acc;
-      } else {
-        const T r = Op::finish(acc, count);
-        out[o] = r;
-        check.add(r);
-      }
+      store_reduced<Op>(acc, o, out, out_size, count, partial, check);
     }
   }
   check.flush(flag);
@@ -260,13 +268,7 @@ __global__ void __launch_bounds__(block_threads) reduce_cols_kernel(const Ev ev,
     __syncthreads();
     if (row_group == 0 && o < out_size) {
       for (int g = 1; g < col_row_groups; ++g) acc = Op::combine(acc, row_group_results[g][column]);
-      if (partial) {
-        out[std::size_t(blockIdx.y) * out_size + o] = acc;
-      } else {
-        const T r = Op::finish(acc, count);
-        out[o] = r;
-        check.add(r);
-      }
+      store_reduced<Op>(acc, o, out, out_size, count, partial, check);
     }
     __syncthreads();
   }

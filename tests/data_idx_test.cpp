@@ -301,18 +301,55 @@ TEST_F(IdxTest, HostileExtentsAreRefusedBeforeAllocating) {
   write_plain(path("huge"), huge);
   expect_data_error([&] { read_idx(path("huge")); }, {path("huge"), "larger than any file"});
 
-  // Ten gigabytes claimed, a few bytes present: plain files are checked against their size, and a
-  // compressed one is read in chunks that grow only with what it really holds.
-  bytes claim = idx_header(0x08, {100000, 100000});
+  // 1.6 gigabytes claimed (under the 2 GiB cap), a few bytes present: plain files are checked
+  // against their size, and a compressed one is read in chunks that grow only with what it holds.
+  bytes claim = idx_header(0x08, {40000, 40000});
   claim.insert(claim.end(), 1000, 7);
   for (bool gz : {false, true}) {
     const std::string p = path(gz ? "claim.gz" : "claim");
     if (gz) write_gzip(p, claim);
     else write_plain(p, claim);
     largest_allocation = 0;
-    expect_data_error([&] { read_idx(p); }, {p, "needs 10000000000 data bytes", "has 1000"});
+    expect_data_error([&] { read_idx(p); }, {p, "needs 1600000000 data bytes", "has 1000"});
     EXPECT_LT(largest_allocation.load(), std::size_t(4) << 20);
   }
+}
+
+// The decompression bomb of issue 14: a small .gz whose header claims 10 GB and whose stream
+// really inflates to far more than a sane data set. Refused from the header, against the cap,
+// before inflating or allocating anything large (it used to grow its buffer with the stream and
+// end in std::bad_alloc once the stream was large enough).
+TEST_F(IdxTest, DecompressionBombIsRefusedByTheSizeCapBeforeInflating) {
+  bytes bomb = idx_header(0x08, {100000, 100000});
+  bomb.resize(bomb.size() + (std::size_t(64) << 20), 0);  // 64 MiB of zeros: a 64 KB .gz
+  const std::string p = path("bomb.gz");
+  write_gzip(p, bomb);
+  bomb = {};
+  EXPECT_LT(fs::file_size(p), std::uintmax_t(1) << 20);
+  largest_allocation = 0;
+  expect_data_error([&] { read_idx(p); },
+                    {p, "(gzip)", "needs 10000000000 data bytes", "limit max_data_bytes = 2147483648"});
+  EXPECT_LT(largest_allocation.load(), std::size_t(1) << 20);
+}
+
+TEST_F(IdxTest, SizeCapIsOverridableAndAppliesToPlainAndGzip) {
+  bytes two_mib = idx_header(0x08, {2048, 1024});
+  two_mib.resize(two_mib.size() + 2048 * 1024, 3);
+  for (bool gz : {false, true}) {
+    const std::string p = path(gz ? "a.gz" : "a");
+    if (gz) write_gzip(p, two_mib);
+    else write_plain(p, two_mib);
+    expect_data_error([&] { read_idx(p, idx_read_options{.max_data_bytes = 1 << 20}); },
+                      {p, "needs 2097152 data bytes", "limit max_data_bytes = 1048576"});
+    expect_data_error([&] { read_idx(p, idx_type::u8, 2, idx_read_options{.max_data_bytes = 1 << 20}); },
+                      {p, "limit max_data_bytes = 1048576"});
+    EXPECT_EQ(read_idx(p, idx_read_options{.max_data_bytes = 2 << 20}).bytes.size(), std::size_t(2) << 20);
+  }
+}
+
+TEST_F(IdxTest, DirectoriesAndDevicesAreRefusedWithoutReading) {
+  expect_data_error([&] { read_idx(dir_.string()); }, {dir_.string(), "a directory, not a regular file"});
+  expect_data_error([&] { read_idx("/dev/zero"); }, {"/dev/zero", "a character device, not a regular file"});
 }
 
 // A directory in the MNIST layout with random images and labels; returns the pixels and labels.

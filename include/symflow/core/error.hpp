@@ -22,4 +22,11 @@ class value_error : public error {
   using error::error;
 };
 
+// A file given as input is not a regular file, cannot be read, or is larger than the limit of the
+// format read from it. The message names the file, what was wrong and the limit.
+class file_error : public error {
+ public:
+  using error::error;
+};
+
 }  // namespace symflow

@@ -2,6 +2,9 @@
 // with random values, a fixture file, and refusal of malformed files with an npy_error.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -184,4 +187,30 @@ TEST(Npy, RefusesMalformedFiles) {
   EXPECT_THROW((read_npy_as<double, shape<2, 3>>(ok)), value_error);
   EXPECT_THROW((read_npy_as<float, shape<6>>(ok)), shape_error);
   EXPECT_THROW((read_npy_as<float, shape<3, 2>>(ok)), shape_error);
+}
+
+TEST(Npy, FilesMustBeRegularAndMessagesStayShort) {
+  try {
+    load_npy("/dev/zero");
+    ADD_FAILURE() << "expected a file_error";
+  } catch (const file_error& e) {
+    EXPECT_NE(std::string(e.what()).find("npy file '/dev/zero': is a character device"), std::string::npos) << e.what();
+  }
+  const std::string key(30000, 'q');
+  try {
+    read_npy(npy_file("{'" + key + "': '<f4', }", {}));
+    ADD_FAILURE() << "expected an npy_error";
+  } catch (const npy_error& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300u);
+    EXPECT_NE(std::string(e.what()).find("(30000 bytes)"), std::string::npos) << e.what();
+  }
+  const std::string path = ::testing::TempDir() + "symflow_npy_" + std::to_string(::getpid()) + ".npy";
+  { std::ofstream(path, std::ios::binary) << "\x93NUMPX"; }
+  try {
+    load_npy(path);
+    ADD_FAILURE() << "expected an npy_error";
+  } catch (const npy_error& e) {
+    EXPECT_NE(std::string(e.what()).find("npy file '" + path + "': npy: wrong magic"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
 }

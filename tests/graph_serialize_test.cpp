@@ -4,7 +4,11 @@
 // cyclic references, shape overflow, malformed JSON — with a graph_error naming the problem.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <symflow/graph/all.hpp>
@@ -427,4 +431,58 @@ TEST(GraphSerialize, VersionOneFixturesStillLoad) {
   EXPECT_EQ(g.nodes[8].inputs, (std::vector<std::uint32_t>{8}));
   EXPECT_EQ(g.outputs, (std::vector<std::uint32_t>{11, 12}));
   EXPECT_EQ(g.nodes[1].where, (graph_location{"model.cpp", 7}));
+}
+
+// Issue 14, item 7: `symflow inspect /dev/zero` read forever, and a directory gave an
+// std::ios_base::failure. Files are stat'ed first, and read only up to their format's limit.
+TEST(GraphSerialize, FileLoadersRefuseNonRegularFilesAndNameTheFile) {
+  const std::string dir = ::testing::TempDir() + "symflow_graph_files_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  auto expect_file_error = [](auto&& f, std::initializer_list<std::string_view> fragments) {
+    try {
+      f();
+      ADD_FAILURE() << "expected a file_error";
+    } catch (const file_error& e) {
+      for (auto fragment : fragments)
+        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << "'" << fragment << "' not in: " << e.what();
+    }
+  };
+  expect_file_error([&] { load_graph_json_file(dir); }, {"graph file '" + dir + "'", "is a directory, not a regular file"});
+  expect_file_error([&] { load_graph_binary_file("/dev/zero"); }, {"'/dev/zero'", "is a character device, not a regular file"});
+  expect_file_error([&] { load_graph_json_file(dir + "/missing.json"); }, {"cannot open '" + dir + "/missing.json' (graph file): No such file"});
+  const std::string small = dir + "/small.json";
+  save_graph_json_file(small, make_model(5));
+  expect_file_error([&] { read_file_bytes(small, 10, "graph file"); }, {"small.json", "exceeds the limit of 10 bytes"});
+  EXPECT_EQ(read_file_bytes(small).size(), std::filesystem::file_size(small));
+  // A malformed file's error names it.
+  const std::string broken = dir + "/broken.json";
+  { std::ofstream(broken) << "{\"format\": 1}"; }
+  expect_graph_error([&] { load_graph_json_file(broken); }, {"graph file '" + broken + "': graph JSON: /"});
+  std::filesystem::remove_all(dir);
+}
+
+// Messages quote at most a short excerpt of what the file holds, whatever its size.
+TEST(GraphSerialize, ErrorMessagesStayShortForHugeKeysAndValues) {
+  const std::string good = save_graph_json(make_model(6));
+  const std::string key(60000, 'k');
+  for (const std::string& bad : {replace_once(good, "\"outputs\"", "\"" + key + "\": 1, \"outputs\""),
+                                 replace_once(good, "\"op\":\"tanh\"", "\"op\":\"" + key + "\""),
+                                 replace_once(good, "\"dtype\":\"f32\"", "\"dtype\":\"" + key + "\""),
+                                 "{\"format\": \"" + key + "\"}"}) {
+    try {
+      load_graph_json(bad);
+      ADD_FAILURE() << "expected a graph_error";
+    } catch (const graph_error& e) {
+      EXPECT_LT(std::string(e.what()).size(), 700u) << std::string(e.what()).substr(0, 700);
+      EXPECT_NE(std::string(e.what()).find("(60000 bytes)"), std::string::npos) << std::string(e.what()).substr(0, 700);
+    }
+  }  // nlohmann-json quotes the last token it read, which can be a whole 60 KB string.
+  for (const std::string& bad : {"{\"format\": \"" + key, "{\"format\": \"" + key + "\\u12", "[" + key}) {
+    try {
+      load_graph_json(bad);
+      ADD_FAILURE() << "expected a graph_error";
+    } catch (const graph_error& e) {
+      EXPECT_LT(std::string(e.what()).size(), 700u) << std::string(e.what()).substr(0, 700);
+    }
+  }
 }

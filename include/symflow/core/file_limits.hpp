@@ -34,6 +34,10 @@ inline std::string printable_path(std::string_view path) { return excerpt(path, 
   throw file_error(std::string(what) + " '" + printable_path(path) + "': " + problem);
 }
 
+[[noreturn]] inline void open_fail(std::string_view what, const std::string& path, int error_number) {
+  throw file_error("cannot open '" + printable_path(path) + "' (" + std::string(what) + "): " + std::strerror(error_number));
+}
+
 inline std::string file_kind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISCHR(mode)) return "a character device";
@@ -48,7 +52,7 @@ inline std::string file_kind(mode_t mode) {
 // returns its size. `what` names the kind of file in the message ("graph file", "npy file").
 inline std::uint64_t check_regular_file(const std::string& path, std::uint64_t max_bytes, std::string_view what) {
   struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) detail::file_fail(what, path, std::string("cannot open it: ") + std::strerror(errno));
+  if (::stat(path.c_str(), &info) != 0) detail::open_fail(what, path, errno);
   if (!S_ISREG(info.st_mode)) detail::file_fail(what, path, "is " + detail::file_kind(info.st_mode) + ", not a regular file");
   const auto size = static_cast<std::uint64_t>(info.st_size);
   if (size > max_bytes)
@@ -60,7 +64,7 @@ inline std::uint64_t check_regular_file(const std::string& path, std::uint64_t m
 inline std::vector<unsigned char> read_regular_file(const std::string& path, std::uint64_t max_bytes, std::string_view what) {
   // O_NONBLOCK: opening a FIFO swapped in after the stat below must not block; regular files ignore it.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) detail::file_fail(what, path, std::string("cannot open it: ") + std::strerror(errno));
+  if (fd < 0) detail::open_fail(what, path, errno);
   struct closer {
     int fd;
     ~closer() { ::close(fd); }

@@ -16,6 +16,9 @@
 #include <string_view>
 #include <vector>
 
+#include "../core/excerpt.hpp"
+#include "../core/file_limits.hpp"
+#include "../core/utf8.hpp"
 #include "graph.hpp"
 #include "validate.hpp"
 
@@ -43,41 +46,6 @@ inline std::uint32_t crc32(const unsigned char* data, std::size_t n) {
   std::uint32_t c = 0xFFFFFFFFu;
   for (std::size_t i = 0; i < n; ++i) c = table[(c ^ data[i]) & 0xFFu] ^ (c >> 8);
   return c ^ 0xFFFFFFFFu;
-}
-
-// Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
-inline bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    std::uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;  // the sequence runs past the end
-    for (std::size_t k = 1; k <= n; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    static constexpr std::uint32_t min_of[4] = {0, 0x80, 0x800, 0x10000};
-    if (cp < min_of[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
-  }
-  return true;
 }
 
 class binary_writer {
@@ -344,7 +312,7 @@ inline graph load_graph_binary(const unsigned char* data, std::size_t size) {
       switch (tag) {
         case 0: {
           const std::uint8_t b = r.u8("attribute");
-          if (b > 1) r.fail("boolean attribute '" + a.key + "' is " + std::to_string(b));
+          if (b > 1) r.fail("boolean attribute '" + detail::excerpt(a.key) + "' is " + std::to_string(b));
           a.value = b == 1;
           break;
         }
@@ -358,7 +326,7 @@ inline graph load_graph_binary(const unsigned char* data, std::size_t size) {
           a.value = std::move(v);
           break;
         }
-        default: r.fail("unknown attribute tag " + std::to_string(tag) + " for '" + a.key + "'");
+        default: r.fail("unknown attribute tag " + std::to_string(tag) + " for '" + detail::excerpt(a.key) + "'");
       }
       n.attributes.push_back(std::move(a));
     }
@@ -375,11 +343,11 @@ inline graph load_graph_binary(const std::vector<unsigned char>& bytes) {
   return load_graph_binary(bytes.data(), bytes.size());
 }
 
-// Whole-file helpers.
-inline std::vector<unsigned char> read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw error("cannot open '" + path + "' for reading");
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+// Whole-file helpers. Reading refuses anything but a regular file of at most max_bytes
+// (core/file_limits.hpp): a device or FIFO given as a graph file would otherwise be read forever.
+inline std::vector<unsigned char> read_file_bytes(const std::string& path, std::uint64_t max_bytes = graph_file_max_bytes,
+                                                  std::string_view what = "graph file") {
+  return read_regular_file(path, max_bytes, what);
 }
 inline void write_file_bytes(const std::string& path, const void* data, std::size_t size) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -392,6 +360,14 @@ inline void save_graph_binary_file(const std::string& path, const graph& g, grap
   const auto bytes = save_graph_binary(g, options);
   write_file_bytes(path, bytes.data(), bytes.size());
 }
-inline graph load_graph_binary_file(const std::string& path) { return load_graph_binary(read_file_bytes(path)); }
+// Errors name the file: "graph file 'PATH': graph binary: ...".
+inline graph load_graph_binary_file(const std::string& path) {
+  const auto bytes = read_file_bytes(path);
+  try {
+    return load_graph_binary(bytes);
+  } catch (const graph_error& e) {
+    throw graph_error("graph file '" + detail::printable_path(path) + "': " + e.what());
+  }
+}
 
 }  // namespace symflow

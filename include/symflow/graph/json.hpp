@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../core/excerpt.hpp"
 #include "binary.hpp"
 #include "graph.hpp"
 #include "validate.hpp"
@@ -100,7 +101,7 @@ class json_structure_guard {
         if (keys.size() == max_keys)
           fail(pointer(open_.size() - 1), "an object with more than " + std::to_string(max_keys) + " keys");
         for (const auto& k : keys)
-          if (k == key) fail(pointer(open_.size() - 1) + "/" + json_pointer_token(key), "duplicate key \"" + key + "\"");
+          if (k == key) fail(pointer(open_.size() - 1) + "/" + json_pointer_token(key), "duplicate key \"" + excerpt(key) + "\"");
         keys.push_back(key);
         break;
       }
@@ -121,7 +122,8 @@ class json_structure_guard {
     std::vector<std::string> keys;  // objects: keys so far, the last one being read
   };
   [[noreturn]] static void fail(const std::string& path, const std::string& what) {
-    throw graph_error("graph JSON: " + (path.empty() ? std::string("/") : path) + ": " + what);
+    // A pointer quotes keys, which a hostile file can make 60 KB long: at most 200 bytes of it.
+    throw graph_error("graph JSON: " + (path.empty() ? std::string("/") : excerpt(path, 200)) + ": " + what);
   }
   void element_done() {
     if (!open_.empty() && !open_.back().is_object) ++open_.back().index;
@@ -143,7 +145,8 @@ class json_structure_guard {
 class json_reader {
  public:
   [[noreturn]] static void fail(const std::string& path, const std::string& what) {
-    throw graph_error("graph JSON: " + (path.empty() ? std::string("/") : path) + ": " + what);
+    // A pointer quotes keys, which a hostile file can make 60 KB long: at most 200 bytes of it.
+    throw graph_error("graph JSON: " + (path.empty() ? std::string("/") : excerpt(path, 200)) + ": " + what);
   }
   static const ojson& field(const ojson& obj, const std::string& path, const char* key) {
     auto it = obj.find(key);
@@ -155,7 +158,7 @@ class json_reader {
     for (const auto& [k, v] : obj.items()) {
       bool known = false;
       for (auto key : keys) known = known || key == k;
-      if (!known) fail(path + "/" + json_pointer_token(k), "unknown key \"" + k + "\"");
+      if (!known) fail(path + "/" + json_pointer_token(k), "unknown key \"" + excerpt(k) + "\"");
     }
   }
   static const ojson& array(const ojson& obj, const std::string& path, const char* key) {
@@ -189,7 +192,7 @@ class json_reader {
   static dtype type_code(const ojson& obj, const std::string& path) {
     const std::string s = string(obj, path, "dtype");
     const auto d = dtype_from_name(s);
-    if (!d) fail(path + "/dtype", "unknown dtype \"" + s + "\"");
+    if (!d) fail(path + "/dtype", "unknown dtype \"" + excerpt(s) + "\"");
     return *d;
   }
   static std::vector<std::int64_t> extents(const ojson& obj, const std::string& path, const char* key) {
@@ -355,12 +358,13 @@ inline graph load_graph_json(std::string_view text) {
   try {
     doc = ojson::parse(text.begin(), text.end(), detail::json_structure_guard{});
   } catch (const ojson::exception& e) {
-    throw graph_error(std::string("graph JSON: malformed JSON: ") + e.what());
+    // nlohmann quotes the last token read, which can be a whole long string: bounded.
+    throw graph_error(std::string("graph JSON: malformed JSON: ") + detail::excerpt(e.what(), 300));
   }
   json_reader::only_keys(doc, "", {"format", "version", "inputs", "parameters", "constants", "nodes", "outputs"});
   const std::string format = json_reader::string(doc, "", "format");
   if (format != graph_json_format)
-    json_reader::fail("/format", "\"" + format + "\" is not \"" + std::string(graph_json_format) + "\"");
+    json_reader::fail("/format", "\"" + detail::excerpt(format) + "\" is not \"" + std::string(graph_json_format) + "\"");
   const std::int64_t version = json_reader::integer(doc, "", "version", 0, std::numeric_limits<std::int64_t>::max());
   if (version != graph_json_version)
     json_reader::fail("/version", "unsupported version " + std::to_string(version) + " (this reader reads version " +
@@ -441,9 +445,14 @@ inline void save_graph_json_file(const std::string& path, const graph& g, graph_
   const std::string text = save_graph_json(g, options);
   write_file_bytes(path, text.data(), text.size());
 }
+// Errors name the file: "graph file 'PATH': graph JSON: ...".
 inline graph load_graph_json_file(const std::string& path) {
   const auto bytes = read_file_bytes(path);
-  return load_graph_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  try {
+    return load_graph_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  } catch (const graph_error& e) {
+    throw graph_error("graph file '" + detail::printable_path(path) + "': " + e.what());
+  }
 }
 
 }  // namespace symflow

@@ -71,8 +71,8 @@ class npy_header_parser {
           }
         }
         if (!found) {
-          if (!d.empty() && d[0] == '>') fail("big-endian data ('" + d + "') is not supported");
-          fail("unsupported dtype '" + d + "' (float32, float64, int32, int64 and bool are)");
+          if (!d.empty() && d[0] == '>') fail("big-endian data ('" + excerpt(d) + "') is not supported");
+          fail("unsupported dtype '" + excerpt(d) + "' (float32, float64, int32, int64 and bool are)");
         }
       } else if (key == "fortran_order") {
         if (have_order) fail("key 'fortran_order' appears twice");
@@ -85,7 +85,7 @@ class npy_header_parser {
         have_shape = true;
         extents = tuple();
       } else {
-        fail("unknown header key '" + key + "'");
+        fail("unknown header key '" + excerpt(key) + "'");
       }
       skip();
       if (peek() == ',') {
@@ -232,7 +232,15 @@ tensor<T, S> read_npy_as(const std::vector<unsigned char>& bytes) {
   return from_graph_tensor<T, S>(read_npy(bytes));
 }
 
-inline graph_tensor load_npy(const std::string& path) { return read_npy(read_file_bytes(path)); }
+// A .npy file: a regular file of at most npy_file_max_bytes (4 GiB); errors name it.
+inline graph_tensor load_npy(const std::string& path, std::uint64_t max_bytes = npy_file_max_bytes) {
+  const auto bytes = read_file_bytes(path, max_bytes, "npy file");
+  try {
+    return read_npy(bytes);
+  } catch (const npy_error& e) {
+    throw npy_error("npy file '" + detail::printable_path(path) + "': " + e.what());
+  }
+}
 inline void save_npy(const std::string& path, const graph_tensor& t) {
   const auto bytes = write_npy(t);
   write_file_bytes(path, bytes.data(), bytes.size());

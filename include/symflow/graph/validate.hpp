@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "../core/excerpt.hpp"
 #include "graph.hpp"
 #include "op_registry.hpp"
 
@@ -81,7 +82,7 @@ inline void validate(const graph& g, std::string_view context = "graph") {
 
   std::set<std::string, std::less<>> leaf_names;
   auto check_leaf = [&](const graph_leaf& leaf, const char* what, std::size_t i) {
-    const std::string who = std::string(what) + " " + std::to_string(i) + " '" + leaf.name + "'";
+    const std::string who = std::string(what) + " " + std::to_string(i) + " '" + detail::excerpt(leaf.name) + "'";
     if (leaf.name.empty()) graph_fail(context, std::string(what) + " " + std::to_string(i) + " has an empty name");
     if (!leaf_names.insert(leaf.name).second)
       graph_fail(context, who + ": the name is used by another input or parameter");
@@ -93,12 +94,12 @@ inline void validate(const graph& g, std::string_view context = "graph") {
   };
   for (std::size_t i = 0; i < g.inputs.size(); ++i) {
     check_leaf(g.inputs[i], "input", i);
-    if (g.inputs[i].value) graph_fail(context, "input " + std::to_string(i) + " '" + g.inputs[i].name + "' has a value");
+    if (g.inputs[i].value) graph_fail(context, "input " + std::to_string(i) + " '" + detail::excerpt(g.inputs[i].name) + "' has a value");
   }
   for (std::size_t i = 0; i < g.parameters.size(); ++i) check_leaf(g.parameters[i], "parameter", i);
   for (std::size_t i = 0; i < g.constants.size(); ++i) {
     const auto& c = g.constants[i];
-    const std::string who = "constant " + std::to_string(i) + " '" + c.name + "'";
+    const std::string who = "constant " + std::to_string(i) + " '" + detail::excerpt(c.name) + "'";
     detail::checked_element_count(context, who, c.type.shape, true);
     detail::check_tensor_data(context, who, c.data);
     detail::check_data_fits_type(context, who, c.type, c.data);
@@ -108,9 +109,9 @@ inline void validate(const graph& g, std::string_view context = "graph") {
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const graph_node& n = g.nodes[i];
     const std::uint32_t id = first + static_cast<std::uint32_t>(i);
-    const std::string who = "node " + std::to_string(id) + " '" + n.name + "' (" + n.op + ")";
+    const std::string who = "node " + std::to_string(id) + " '" + detail::excerpt(n.name) + "' (" + detail::excerpt(n.op) + ")";
     const op_schema* schema = find_op_schema(n.op);
-    if (!schema) graph_fail(context, who + ": unknown op '" + n.op + "'");
+    if (!schema) graph_fail(context, who + ": unknown op '" + detail::excerpt(n.op) + "'");
     if (n.inputs.size() < schema->min_inputs || n.inputs.size() > schema->max_inputs) {
       std::string expected = std::to_string(schema->min_inputs);
       if (schema->max_inputs == unbounded_inputs) expected += " or more";
@@ -132,11 +133,11 @@ inline void validate(const graph& g, std::string_view context = "graph") {
       const attribute_spec* spec = nullptr;
       for (const auto& s : schema->attributes)
         if (s.key == attr.key) spec = &s;
-      if (!spec) graph_fail(context, who + ": unknown attribute '" + attr.key + "' for op " + n.op);
+      if (!spec) graph_fail(context, who + ": unknown attribute '" + detail::excerpt(attr.key) + "' for op " + detail::excerpt(n.op));
       for (std::size_t b = 0; b < a; ++b)
         if (n.attributes[b].key == attr.key) graph_fail(context, who + ": attribute '" + attr.key + "' appears twice");
       if (!detail::attribute_has_kind(attr.value, spec->kind))
-        graph_fail(context, who + ": attribute '" + attr.key + "' must be " + std::string(attribute_kind_name(spec->kind)));
+        graph_fail(context, who + ": attribute '" + detail::excerpt(attr.key) + "' must be " + std::string(attribute_kind_name(spec->kind)));
     }
     for (const auto& s : schema->attributes)
       if (!n.attribute(s.key)) graph_fail(context, who + ": missing attribute '" + std::string(s.key) + "'");

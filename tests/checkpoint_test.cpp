@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <bit>
@@ -396,3 +397,84 @@ TEST_F(CheckpointTest, UnwritableLocationIsNamed) {
 }
 
 }  // namespace
+
+// --- Hostile headers (issue 14) ------------------------------------------------------------------
+
+namespace {
+std::string checkpoint_error_of(const bytes& file) {
+  try {
+    (void)decode_checkpoint(file, "hostile.safetensors");
+  } catch (const checkpoint_error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a checkpoint_error";
+  return {};
+}
+}  // namespace
+
+// A header nested 10^5 deep (200 KB, well under the 100 MB header limit) overflowed the stack.
+// The header is flat by the format's rules, so anything deeper than 3 levels is refused unparsed.
+TEST_F(CheckpointTest, DeeplyNestedHeadersAreRefusedBeforeParsing) {
+  for (const std::string& where : {std::string("{\"a\":"), std::string("{\"__metadata__\":{\"k\":"),
+                                   std::string("{\"a\":{\"dtype\":\"F32\",\"shape\":")}) {
+    const std::string header = where + std::string(100000, '[') + std::string(100000, ']') + "}";
+    const std::string message = checkpoint_error_of(with_header(header, {}));
+    EXPECT_NE(message.find("checkpoint 'hostile.safetensors'"), std::string::npos) << message;
+    EXPECT_NE(message.find("nests deeper than the limit of 3 levels"), std::string::npos) << message;
+  }
+  const std::string f = path("deep.safetensors");
+  write_plain(f, with_header("{\"a\":" + std::string(100000, '{') + "}", {}));
+  EXPECT_THROW(load_checkpoint(f), checkpoint_error);
+  // Brackets inside strings do not count.
+  const std::string quoted = R"({"__metadata__":{"k":"[[[[{{{{\"[["},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  EXPECT_EQ(decode_checkpoint(with_header(quoted, bytes(8))).metadata.at("k"), "[[[[{{{{\"[[");
+}
+
+// Messages quote at most a short excerpt of a name or value, never a whole JSON value.
+TEST_F(CheckpointTest, MessagesQuoteShortExcerptsOnly) {
+  std::string shape = "[";
+  for (int i = 0; i < 100000; ++i) shape += i ? ",1" : "1";
+  shape += "]";
+  const std::string long_name(50000, 'n');
+  for (const std::string& header :
+       {R"({"a":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":[0,8]}})",
+        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":)" + shape + "}}",
+        R"({")" + long_name + R"(":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
+        R"({"a":{"dtype":")" + long_name + R"(","shape":[2],"data_offsets":[0,8]}})",
+        R"({"__metadata__":{"k":)" + shape + "}}"}) {
+    const std::string message = checkpoint_error_of(with_header(header, bytes(8)));
+    EXPECT_LT(message.size(), 400u) << message.substr(0, 400);
+  }
+}
+
+TEST_F(CheckpointTest, DirectoriesAndDevicesAreRefused) {
+  for (const std::string& p : {dir_.string(), std::string("/dev/zero")}) {
+    try {
+      (void)load_checkpoint(p);
+      ADD_FAILURE() << "expected a checkpoint_error for " << p;
+    } catch (const checkpoint_error& e) {
+      EXPECT_NE(std::string(e.what()).find("checkpoint '" + p + "': not a regular file"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A writer killed mid-write left PATH.tmp.<pid> behind forever. The next save of PATH removes
+// those of processes that no longer exist, and keeps those of live ones (a save in progress).
+TEST_F(CheckpointTest, SavingRemovesTemporaryFilesOfDeadWriters) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);  // reaped: its pid now names no process
+  const std::string dead = path("c") + ".tmp." + std::to_string(child);
+  const std::string live = path("c") + ".tmp." + std::to_string(::getppid());
+  const std::string other = path("d") + ".tmp." + std::to_string(child);
+  const std::string not_ours = path("c") + ".tmp.notapid";
+  for (const auto& f : {dead, live, other, not_ours}) write_plain(f, {1, 2, 3});
+  save_checkpoint(path("c"), random_store(3));
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_TRUE(fs::exists(not_ours));
+  expect_same_store(load_checkpoint(path("c")).tensors, random_store(3));
+}

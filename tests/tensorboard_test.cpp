@@ -378,3 +378,29 @@ TEST_F(TensorboardTest, ErrorsNameThePath) {
 }
 
 }  // namespace
+
+// Issue 14: invalid UTF-8 in a tag was written as is, which makes TensorBoard's reader (protobuf
+// string fields) fail on the whole file. It is refused, and nothing of the call is written.
+TEST_F(TensorboardTest, TagsMustBeValidUtf8) {
+  tensorboard::summary_writer log(dir_);
+  log.flush();
+  const auto before = fs::file_size(log.path());
+  const std::vector<float> values{1.0f, 2.0f};
+  for (const std::string& tag : {std::string("bad\xFF"), std::string("\xC0\x80"), std::string("a\xED\xA0\x80"),
+                                std::string("cut\xE2\x82")}) {
+    for (int kind = 0; kind < 3; ++kind) {
+      try {
+        if (kind == 0) log.add_scalar(tag, 1.0, 0);
+        else if (kind == 1) log.add_text(tag, "text", 0);
+        else log.add_histogram(tag, std::span<const float>(values), 0);
+        ADD_FAILURE() << "expected a value_error for kind " << kind;
+      } catch (const value_error& e) {
+        EXPECT_NE(std::string(e.what()).find("is not valid UTF-8"), std::string::npos) << e.what();
+      }
+    }
+  }
+  log.add_scalar("ok/\xC3\xA9t\xC3\xA9", 1.0, 0);  // "été": valid UTF-8 is kept
+  log.flush();
+  EXPECT_GT(fs::file_size(log.path()), before);
+  log.close();
+}

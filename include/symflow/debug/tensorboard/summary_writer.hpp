@@ -28,6 +28,8 @@
 #include <type_traits>
 
 #include "../../core/error.hpp"
+#include "../../core/excerpt.hpp"
+#include "../../core/utf8.hpp"
 #include "../../core/tensor.hpp"
 #include "../../graph/graph.hpp"
 #include "graph_def.hpp"
@@ -85,6 +87,7 @@ class summary_writer {
 
   // Summary.Value.simple_value is a float: TensorBoard's scalar dashboard stores single precision.
   void add_scalar(std::string_view tag, double value, std::int64_t step) {
+    check_tag("add_scalar", tag);
     proto_writer summary_value;
     summary_value.bytes_field(1, tag);
     summary_value.float_field(2, static_cast<float>(value));
@@ -116,6 +119,7 @@ class summary_writer {
   // A text summary is what TensorBoard's text plugin reads: a scalar DT_STRING tensor whose
   // metadata names the "text" plugin. TensorBoard renders it as Markdown.
   void add_text(std::string_view tag, std::string_view text, std::int64_t step) {
+    check_tag("add_text", tag);
     proto_writer plugin_data;
     plugin_data.bytes_field(1, "text");
     proto_writer metadata;
@@ -163,11 +167,20 @@ class summary_writer {
  private:
   template <class T>
   void add_histogram_of(std::string_view tag, std::span<const T> values, std::int64_t step, histogram_buckets buckets) {
+    check_tag("add_histogram", tag);
     const histogram h = make_histogram(values, buckets, "summary_writer::add_histogram '" + std::string(tag) + "'");
     proto_writer summary_value;
     summary_value.bytes_field(1, tag);
     summary_value.bytes_field(5, h.to_proto());
     write_summary(summary_value, step);
+  }
+
+  // Summary.Value.tag is a protobuf string, which readers (TensorBoard's included) decode as UTF-8:
+  // other bytes would make the whole event file unreadable there, so they are refused here.
+  static void check_tag(std::string_view op, std::string_view tag) {
+    if (!symflow::detail::valid_utf8(tag))
+      throw value_error("summary_writer::" + std::string(op) + ": tag '" + symflow::detail::excerpt(tag) +
+                        "' is not valid UTF-8 (TensorBoard tags are protobuf strings)");
   }
 
   void write_summary(const proto_writer& summary_value, std::int64_t step) {

@@ -24,6 +24,8 @@
 #include <symflow/graph/json.hpp>
 #include <symflow/graph/runtime/interpreter.hpp>
 
+#include "cli_feeds.hpp"
+
 #if __has_include(<symflow/graph/runtime/grad.hpp>)
 #include <symflow/graph/runtime/grad.hpp>
 #define SYMFLOW_CLI_HAS_GRAD 1
@@ -65,11 +67,7 @@ commands:
 Exit status: 0 on success, 1 on any bad input (with one line "symflow: <reason>" on stderr).
 )";
 
-// Bad command lines are errors of their own kind, reported like any other bad input.
-class usage_error : public error {
- public:
-  using error::error;
-};
+using cli::usage_error;
 
 enum class graph_format { json, binary };
 
@@ -83,8 +81,8 @@ struct loaded_graph {
 
 // Binary files announce themselves with their magic; anything else must parse as the JSON form.
 loaded_graph load_graph_file(const std::string& path) {
-  if (std::filesystem::is_directory(path)) throw error("'" + path + "' is a directory, not a graph file");
-  const auto bytes = read_file_bytes(path);
+  // A regular file of at most graph_file_max_bytes (2 GiB): a directory, /dev/zero or a FIFO is refused unread.
+  const auto bytes = read_file_bytes(path, graph_file_max_bytes, "graph file");
   const bool binary = bytes.size() >= graph_binary_magic.size() &&
                       std::memcmp(bytes.data(), graph_binary_magic.data(), graph_binary_magic.size()) == 0;
   try {
@@ -96,7 +94,7 @@ loaded_graph load_graph_file(const std::string& path) {
     return {load_graph_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())),
             graph_format::json, bytes.size()};
   } catch (const error& e) {
-    throw graph_error(path + ": " + e.what());
+    throw graph_error(detail::printable_path(path) + ": " + e.what());
   }
 }
 
@@ -196,32 +194,11 @@ int run_command(const std::vector<std::string>& args) {
   const graph& g = loaded.value;
   const auto out_dir = a.single("run", "--out");
 
+  cli::feed_set fed;
+  for (const auto& spec : a.all("--feed")) cli::add_feed_option(g, spec, fed);
   runtime_feeds feeds;
-  params store;
-  for (const auto& spec : a.all("--feed")) {
-    const auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      throw usage_error("run: --feed wants NAME=PATH.npy, not '" + spec + "'");
-    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-    const bool is_input = std::any_of(g.inputs.begin(), g.inputs.end(), [&](const graph_leaf& l) { return l.name == name; });
-    const bool is_parameter =
-        std::any_of(g.parameters.begin(), g.parameters.end(), [&](const graph_leaf& l) { return l.name == name; });
-    if (!is_input && !is_parameter) throw usage_error("run: the graph has no input or parameter named '" + name + "'");
-    if (feeds.contains(name) || store.contains(name)) throw usage_error("run: two --feed options for '" + name + "'");
-    graph_tensor value;
-    try {
-      value = load_npy(path);
-    } catch (const error& e) {
-      throw error("--feed " + name + ": " + path + ": " + e.what());
-    }
-    if (is_input) {
-      feeds.emplace(name, runtime_tensor(value));
-    } else {
-      params::entry e{value.type, {value.extents.begin(), value.extents.end()}, aligned_buffer<unsigned char>(value.bytes.size())};
-      if (!value.bytes.empty()) std::memcpy(e.bytes.data(), value.bytes.data(), value.bytes.size());
-      store.set_entry(name, std::move(e));
-    }
-  }
+  for (const auto& [name, value] : fed.inputs) feeds.emplace(name, runtime_tensor(value));
+  const params& store = fed.parameters;
   for (const auto& in : g.inputs)
     if (!feeds.contains(in.name)) throw usage_error("run: no --feed for input " + describe_leaf(in));
   for (const auto& p : g.parameters)
@@ -274,12 +251,8 @@ int grad_command(const std::vector<std::string>& args) {
 #endif
 }
 
-// One line, whatever the message holds.
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  return s;
-}
+// One line of at most 1000 bytes, whatever the message holds (control characters escaped).
+std::string one_line(std::string_view s) { return detail::excerpt(s, 1000); }
 
 int dispatch(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

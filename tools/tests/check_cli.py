@@ -201,7 +201,7 @@ def case_bad_input(tool, data):
         (["run", dense_sfg, "--feed", "x=" + x, "--feed", "x=" + x, "--feed", "b=" + b], "two --feed options for 'x'"),
         (["run", dense_sfg, "--feed", x], "--feed wants NAME=PATH.npy"),
         (["run", dense_sfg, "--feed"], "option --feed needs a value"),
-        (["run", dense_sfg, "--feed", "x=" + not_npy, "--feed", "b=" + b], "--feed x: " + not_npy + ": "),
+        (["run", dense_sfg, "--feed", "x=" + not_npy, "--feed", "b=" + b], "--feed x: npy file '" + not_npy + "': "),
         (["run", dense_sfg, "--feed", "x=" + fortran, "--feed", "b=" + b], "Fortran"),
         (["run", dense_sfg, "--feed", "x=" + missing, "--feed", "b=" + b], "cannot open"),
         (["run", dense_sfg, "--feed", "x=" + x64, "--feed", "b=" + b],
@@ -216,8 +216,27 @@ def case_bad_input(tool, data):
         (["grad", dense_sfg, "--wrt", "x"], "grad: name the output file with -o"),
         (["grad", dense_sfg, "--wrt", "x", "-o", tool.file("g.sfg")], "the first output must be a floating scalar"),
     ]
+    # Issue 14: non-regular files are refused unread (/dev/zero used to be read forever), deep or
+    # huge JSON ends in one short line, and no input ends in a signal.
+    fifo = tool.file("fifo")
+    if os.path.exists(fifo):
+        os.remove(fifo)
+    os.mkfifo(fifo)
+    deep = put("deep.json", '{"format": "symflow.graph", "outputs": ' + "[" * 100000 + "]" * 100000 + "}")
+    long_key = put("long_key.json", text.replace('"op":"relu"', '"op":"' + "r" * 100000 + '"'))
+    cases += [
+        (["inspect", "/dev/zero"], "graph file '/dev/zero': is a character device, not a regular file"),
+        (["dot", fifo], "is a FIFO, not a regular file"),
+        (["inspect", deep], "nesting deeper than 16 levels"),
+        (["inspect", long_key], "(100000 bytes)"),
+        (["run", dense_sfg, "--feed", "x=/dev/zero", "--feed", "b=" + b], "--feed x: npy file '/dev/zero': is a character device"),
+        (["run", dense_sfg, "--feed", "x=" + tool.work, "--feed", "b=" + b], "is a directory, not a regular file"),
+    ]
     for args, reason in cases:
         tool.refuses(args, reason)
+    for args, _ in cases:
+        if len(tool.run(*args, expect=1).stderr) > 1200:
+            fail("symflow %s: the message is longer than 1200 bytes" % " ".join(args)[:200])
 
 
 def model_reference(np, g, x, labels):

@@ -1,6 +1,7 @@
 # Included by the top-level CMakeLists.txt when SYMFLOW_FUZZ is on. Builds fuzz/ as an external
 # project with a clang++ that has libFuzzer (the rest of the build may use another compiler), and
-# registers one short ctest run per fuzzer over its seed corpus (tests/data/fuzz/<format>).
+# registers one short ctest run per fuzzer over its seed corpus (tests/data/fuzz/<format>): graph
+# JSON, graph binary, .npy, safetensors checkpoints, IDX (plain and gzip) and the CLI's --feed.
 
 # The seed corpus generator builds expression types and gradients, which clang 14 cannot compile:
 # it is built with the project's own compiler, on request only (ninja fuzz_seed_corpus).
@@ -58,7 +59,7 @@ if(SYMFLOW_BUILD_TESTS)
   # scripts/fuzz.sh's job.
   set(SYMFLOW_FUZZ_CI_RUNS 50000 CACHE STRING "Inputs each fuzzer's ctest entry runs")
   find_program(SYMFLOW_BASH bash)
-  foreach(format json binary npy)
+  foreach(format json binary npy safetensors idx cli_feed)
     add_test(NAME fuzz_${format}
       COMMAND "${SYMFLOW_BASH}" "${PROJECT_SOURCE_DIR}/scripts/fuzz.sh" --build-dir "${PROJECT_BINARY_DIR}"
               --runs ${SYMFLOW_FUZZ_CI_RUNS} --max-time 60 --seed 1 --fresh ${format})

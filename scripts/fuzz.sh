@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs the graph loaders' libFuzzer targets (fuzz/) for a number of inputs each, and prints how many
-# ran, in how long, and whether any failed. ctest runs it briefly (fuzz_json, fuzz_binary, fuzz_npy).
+# Runs the readers' libFuzzer targets (fuzz/) for a number of inputs each, and prints how many
+# ran, in how long, and whether any failed. ctest runs it briefly (fuzz_json, fuzz_binary, fuzz_npy,
+# fuzz_safetensors, fuzz_idx, fuzz_cli_feed).
 #
-#   scripts/fuzz.sh [--build-dir DIR] [--runs N] [--max-time SECONDS] [--seed S] [--fresh] [json|binary|npy ...]
+#   scripts/fuzz.sh [--build-dir DIR] [--runs N] [--max-time SECONDS] [--seed S] [--fresh]
+#                   [json|binary|npy|safetensors|idx|cli_feed ...]
 #                   [-- LIBFUZZER_FLAGS...]
 #
 # DIR: a symflow build directory where the fuzz targets were built (default build-fuzz; the fuzzers
@@ -30,13 +32,13 @@ while [ $# -gt 0 ]; do
     --max-time) max_time=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --fresh) fresh=1; shift ;;
-    json|binary|npy) formats+=("$1"); shift ;;
+    json|binary|npy|safetensors|idx|cli_feed) formats+=("$1"); shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
   esac
 done
-[ ${#formats[@]} -gt 0 ] || formats=(json binary npy)
+[ ${#formats[@]} -gt 0 ] || formats=(json binary npy safetensors idx cli_feed)
 
 # Inputs up to 64 KiB. A single allocation of 16 MiB or more (256 times the largest input; the
 # loaders' largest legitimate one is about 1.5 MiB, a node or leaf vector) is reported as a bug: a
@@ -44,12 +46,15 @@ done
 limits=(-max_len=65536 -malloc_limit_mb=16 -rss_limit_mb=2048 -timeout=5)
 
 status=0
-summary=$(printf '%-7s %11s %8s %8s  %s' format executions seconds exec/s result)
+summary=$(printf '%-11s %11s %8s %8s  %s' format executions seconds exec/s result)
 for format in "${formats[@]}"; do
   case $format in
     json) target=fuzz_graph_json dict=graph_json.dict ;;
     binary) target=fuzz_graph_binary dict=graph_binary.dict ;;
     npy) target=fuzz_npy dict=npy.dict ;;
+    safetensors) target=fuzz_safetensors dict=safetensors.dict ;;
+    idx) target=fuzz_idx dict=idx.dict ;;
+    cli_feed) target=fuzz_cli_feed dict=cli_feed.dict ;;
   esac
   fuzzer=$build_dir/fuzz/$target
   if [ ! -x "$fuzzer" ]; then
@@ -79,7 +84,7 @@ for format in "${formats[@]}"; do
     status=1
     tail -n 60 "$log" >&2
   fi
-  summary+=$'\n'$(printf '%-7s %11s %8s %8s  %s' "$format" "${executions:-?}" "$seconds" "${rate:-?}" "$result")
+  summary+=$'\n'$(printf '%-11s %11s %8s %8s  %s' "$format" "${executions:-?}" "$seconds" "${rate:-?}" "$result")
 done
 echo "$summary"
 exit $status

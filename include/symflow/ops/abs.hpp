@@ -1,6 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
@@ -9,11 +10,15 @@
 
 namespace symflow {
 namespace ops {
+// abs clears the sign bit of a float: abs(-0) = +0, abs(-NaN) = +NaN, as the packet form (pabs)
+// does. Integers wrap: abs(INT_MIN) = INT_MIN (two's complement, as NumPy; -INT_MIN is undefined
+// behaviour in C++, so the negation is done in unsigned arithmetic).
 struct abs_op : same_dtype_result {
   static constexpr std::string_view name = "abs";
   template <class T>
   SYMFLOW_HD static T apply(T x) {
-    return x < T(0) ? -x : x;
+    if constexpr (std::numeric_limits<T>::has_infinity) return std::copysign(x, T(1));
+    else return x < T(0) ? T(0ull - static_cast<unsigned long long>(x)) : x;
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>

@@ -1,6 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
 #include "../expr/known_function.hpp"
@@ -10,11 +11,14 @@
 
 namespace symflow {
 namespace ops {
+// IEEE addition for floats (the packet form is the same instruction). Integers wrap (two's complement, what the hardware and NumPy do): signed overflow is undefined
+// behaviour in C++, so integer operands are computed in unsigned arithmetic.
 struct add_op : same_dtype_result {
   static constexpr std::string_view name = "add";
   template <class T>
-  SYMFLOW_HD static auto apply(T a, T b) {
-    return a + b;
+  SYMFLOW_HD static T apply(T a, T b) {
+    if constexpr (std::numeric_limits<T>::has_infinity) return a + b;
+    else return T(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr known_function computes = known_function::addition;

@@ -1,5 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
+#include <limits>
+
 #include "../expr/elementwise.hpp"
 #endif
 
@@ -34,8 +36,21 @@ struct cast_op {
   template <class From>
   static constexpr bool accepts = is_supported_dtype_v<From> && is_supported_dtype_v<To>;
 #endif
+  // A float converted to an integer dtype truncates toward zero and saturates: NaN -> 0, values at or
+  // beyond the range -> the dtype's lowest or max (as Rust's `as`, and WebAssembly's trunc_sat);
+  // static_cast of an out-of-range float is undefined behaviour. Every other conversion is
+  // static_cast: to bool, nonzero (NaN included) is true; to float, rounding to nearest (overflow
+  // gives ±Inf); between integers, modulo 2^n.
   template <class From>
   SYMFLOW_HD static To apply(From x) {
+    if constexpr (std::numeric_limits<From>::has_infinity && !std::numeric_limits<To>::has_infinity &&
+                  To(2) != To(1)) {  // float -> integer, bool excluded
+      // -2^31 and -2^63 are exact in float and double; the range is [lowest, -lowest).
+      constexpr From lo = From(std::numeric_limits<To>::lowest());
+      if (x != x) return To(0);
+      if (x <= lo) return std::numeric_limits<To>::lowest();
+      if (x >= -lo) return std::numeric_limits<To>::max();
+    }
     return static_cast<To>(x);
   }
 #ifndef SYMFLOW_SCALAR_ONLY

@@ -1,6 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
@@ -9,11 +10,20 @@
 
 namespace symflow {
 namespace ops {
+// IEEE division for floats (x/0 = ±Inf, 0/0 = NaN; the packet form is the same instruction).
+// Integer division truncates toward zero and is total, with no signal: x / 0 = 0 (what AArch64's SDIV
+// gives; 0 keeps masked-out lanes harmless) and INT_MIN / -1 = INT_MIN (the quotient wraps, two's
+// complement). Both would raise SIGFPE on x86 and are undefined behaviour in C++, so neither reaches
+// the hardware division. The typed evaluator, the interpreter and generated passes all call this.
 struct div_op : same_dtype_result {
   static constexpr std::string_view name = "div";
   template <class T>
-  SYMFLOW_HD static auto apply(T a, T b) {
-    return a / b;
+  SYMFLOW_HD static T apply(T a, T b) {
+    if constexpr (!std::numeric_limits<T>::has_infinity) {
+      if (b == T(0)) return T(0);
+      if (b == T(-1)) return T(0ull - static_cast<unsigned long long>(a));  // for bool, T(-1) is true: a / 1
+    }
+    return T(a / b);
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>

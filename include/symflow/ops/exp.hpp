@@ -18,19 +18,39 @@ struct exp_op : floating_result {
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif
+  // On the host, where it has a packet form for T, lane 0 of that form (simd::first_lane): the
+  // same bits in a SIMD body and a scalar tail. std:: math elsewhere (double where Eigen has no
+  // packet form, device code).
   template <class T>
   SYMFLOW_HD static T apply(T x) {
+#if !defined(SYMFLOW_SCALAR_ONLY) && !defined(__CUDA_ARCH__)
+    if constexpr (simd::vectorized<T>) return simd::first_lane<T>([](const auto& p) { return packet(p); }, x);
+#endif
     return std::exp(x);
   }
 #ifndef SYMFLOW_SCALAR_ONLY
+  // Eigen's pexp is used where exp(x) is a normal number. Outside that range it depends on the
+  // packet width: with SSE/AVX2 float packets it clamps its argument, so exp(-138) and even exp(-inf)
+  // are 2.9e-39, with AVX-512 it flushes to 0 from -87.9 on, and double pexp never reaches 0 (exp(-2000)
+  // gave 5.6e-309); std::exp gives denormals, then exactly 0 (below -103.97 in float), and +Inf past
+  // the largest float. A softmax whose logits spread wider than 104 must underflow to 0 on every
+  // machine (check_numerics and the interpreter depend on it): such lanes, rare in practice, take
+  // std::exp, so the result is the same for every SIMD width. NaN lanes stay NaN through pexp.
   template <class P>
   static P packet(const P& x) {
-    // Eigen 3.4's double pexp clamps its argument and never reaches 0 (exp(-2000) gave 5.6e-309).
-    if constexpr (std::is_same_v<typename simd::pm::unpacket_traits<P>::type, double>)
-      return simd::pm::pselect(simd::pm::pcmp_lt(x, simd::pm::pset1<P>(-745.2)), simd::pm::pzero(x),
-                               simd::pm::pexp(x));
-    else
-      return simd::pm::pexp(x);
+    namespace pm = simd::pm;
+    using T = typename pm::unpacket_traits<P>::type;
+    constexpr T lo = sizeof(T) == 4 ? T(-87) : T(-708), hi = sizeof(T) == 4 ? T(88) : T(709);
+    const P y = pm::pexp(x);
+    const P outside = pm::por(pm::pcmp_lt(x, pm::pset1<P>(lo)), pm::pcmp_lt(pm::pset1<P>(hi), x));
+    if (!pm::predux_any(outside)) return y;
+    constexpr int n = simd::packet_size<T>;
+    T xs[n], ys[n];
+    pm::pstoreu(xs, x);
+    pm::pstoreu(ys, y);
+    for (int i = 0; i < n; ++i)
+      if (xs[i] < lo || xs[i] > hi) ys[i] = std::exp(xs[i]);
+    return pm::ploadu<P>(ys);
   }
   // exp(log x) -> x only where x is known to be >= 0 (elsewhere exp(log x) is NaN, not x);
   // exp(0) -> 1.

@@ -1,6 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
@@ -18,14 +19,29 @@ struct log_op : floating_result {
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif
+  // On the host, where it has a packet form for T, lane 0 of that form (simd::first_lane): the
+  // same bits in a SIMD body and a scalar tail. std:: math elsewhere (double where Eigen has no
+  // packet form, device code).
   template <class T>
   SYMFLOW_HD static T apply(T x) {
+#if !defined(SYMFLOW_SCALAR_ONLY) && !defined(__CUDA_ARCH__)
+    if constexpr (simd::vectorized<T>) return simd::first_lane<T>([](const auto& p) { return packet(p); }, x);
+#endif
     return std::log(x);
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& x) {
-    return simd::pm::plog(x);
+    namespace pm = simd::pm;
+    using T = typename pm::unpacket_traits<P>::type;
+    // Eigen's plog takes a denormal for the smallest normal (log(1e-45f) would be -87.3, not -103.3):
+    // such lanes are scaled into the normal range by 2^24 (2^54 for double) and the log of the scale
+    // subtracted.
+    const T scale = sizeof(T) == 4 ? T(0x1p24) : T(0x1p54);
+    const T log_scale = sizeof(T) == 4 ? T(16.635532333438687) : T(37.429947750237047);
+    const P denormal = pm::pand(pm::pcmp_lt(x, pm::pset1<P>(std::numeric_limits<T>::min())), pm::pcmp_lt(pm::pzero(x), x));
+    const P r = pm::plog(pm::pselect(denormal, pm::pmul(x, pm::pset1<P>(scale)), x));
+    return pm::pselect(denormal, pm::psub(r, pm::pset1<P>(log_scale)), r);
   }
   // log(exp x) -> x for every x (and more accurate: exp overflows past 88 in float); log(1) -> 0.
   template <class X>

@@ -1,6 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
@@ -8,16 +9,28 @@
 
 namespace symflow {
 namespace ops {
+// IEEE 754-2019 maximum, as NumPy's and PyTorch's maximum: a NaN operand gives NaN (the first
+// operand's when both are), and -0 < +0 (maximum(-0, +0) = +0 in either order). The packet and the
+// scalar form agree bit for bit (Eigen's pmax would return the second operand for a NaN in a packet).
 struct maximum_op : same_dtype_result {
   static constexpr std::string_view name = "maximum";
   template <class T>
-  SYMFLOW_HD static auto apply(T a, T b) {
-    return a >= b ? a : b;
+  SYMFLOW_HD static T apply(T a, T b) {
+    if constexpr (std::numeric_limits<T>::has_infinity) {
+      if (a != a) return a;
+      if (b != b) return b;
+      if (a == b) return std::copysign(T(1), a) < T(0) ? b : a;  // equal: only ±0 differ
+    }
+    return a < b ? b : a;
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& a, const P& b) {
-    return simd::pm::pmax(a, b);
+    namespace pm = simd::pm;
+    P m = pm::pselect(pm::pcmp_lt(a, b), b, a);
+    m = pm::pselect(pm::pcmp_eq(a, b), pm::pand(a, b), m);  // of ±0 the sign bit only if both have it
+    m = pm::pselect(simd::nan_lanes(b), b, m);
+    return pm::pselect(simd::nan_lanes(a), a, m);
   }
   // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
   template <class G, class Y, class A, class B>

@@ -1,6 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
@@ -9,11 +10,14 @@
 
 namespace symflow {
 namespace ops {
+// IEEE multiplication for floats (the packet form is the same instruction). Integers wrap (two's complement, what the hardware and NumPy do): signed overflow is undefined
+// behaviour in C++, so integer operands are computed in unsigned arithmetic.
 struct mul_op : same_dtype_result {
   static constexpr std::string_view name = "mul";
   template <class T>
-  SYMFLOW_HD static auto apply(T a, T b) {
-    return a * b;
+  SYMFLOW_HD static T apply(T a, T b) {
+    if constexpr (std::numeric_limits<T>::has_infinity) return a * b;
+    else return T(static_cast<unsigned long long>(a) * static_cast<unsigned long long>(b));
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>

@@ -1,6 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
@@ -9,16 +10,20 @@
 
 namespace symflow {
 namespace ops {
+// Flips the sign bit of a float (neg(0) = -0, NaN stays NaN), as the packet form does. Integers
+// wrap: neg(INT_MIN) = INT_MIN (two's complement; -INT_MIN is undefined behaviour in C++, so the
+// negation is done in unsigned arithmetic).
 struct neg_op : same_dtype_result {
   static constexpr std::string_view name = "neg";
   template <class T>
   SYMFLOW_HD static T apply(T x) {
-    return -x;
+    if constexpr (std::numeric_limits<T>::has_infinity) return -x;
+    else return T(0ull - static_cast<unsigned long long>(x));
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& x) {
-    return simd::pm::pnegate(x);
+    return simd::pm::pxor(x, simd::pm::pset1<P>(-0.0));  // the sign bit (Eigen's AVX-512 pnegate is 0 - x: +0 for +0)
   }
   // -(-x) -> x, -0 -> 0, literal folding.
   template <class X>

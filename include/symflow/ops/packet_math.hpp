@@ -1,6 +1,13 @@
 #pragma once
 // SIMD packet functions come from Eigen's packet math (exp, log, sin, tanh... within a few ulps, no
 // -ffast-math needed). Ops call them through this alias only.
+//
+// The IEEE law (docs/graph.md, tests/op_ieee_law_test.cpp): an element gets the same bits whether a
+// loop computes it in a SIMD packet or in its scalar tail, whatever the packet width. Exact ops
+// (add, mul, comparisons...) write both forms with the same IEEE semantics; ops whose packet form is
+// an approximation compute their scalar function on the host as one lane of it (first_lane).
+#include <type_traits>
+
 #include <Eigen/Core>
 
 namespace symflow::simd {
@@ -9,4 +16,41 @@ template <class T>
 using packet_t = typename pm::packet_traits<T>::type;
 template <class T>
 inline constexpr int packet_size = pm::unpacket_traits<packet_t<T>>::size;
+// Whether this build has SIMD packets of T.
+template <class T>
+inline constexpr bool vectorized = pm::packet_traits<T>::Vectorizable && (packet_size<T> > 1);
+
+// Lane 0 of a packet function applied to broadcast operands: the scalar function of an op whose
+// packet form differs from std:: math (by an ulp, or on denormals, overflow, huge arguments), so that
+// a value does not depend on where a loop's packets end.
+template <class T, class F, class... A>
+inline T first_lane(F f, A... a) {
+  return pm::pfirst(f(pm::pset1<packet_t<T>>(a)...));
+}
+
+// Correctly rounded square root of each lane, as std::sqrt: Eigen's psqrt is, with EIGEN_FAST_MATH
+// (its default) on SSE/AVX/AVX-512, a reciprocal-square-root estimate and a Newton step, off by an
+// ulp at times, NaN for +Inf and 0 for denormals and -0.
+template <class P>
+inline P exact_sqrt(const P& x) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<P, __m512>) return _mm512_sqrt_ps(x);
+  if constexpr (std::is_same_v<P, __m512d>) return _mm512_sqrt_pd(x);
+#endif
+#if defined(__AVX__)
+  if constexpr (std::is_same_v<P, __m256>) return _mm256_sqrt_ps(x);
+  if constexpr (std::is_same_v<P, __m256d>) return _mm256_sqrt_pd(x);
+#endif
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<P, __m128>) return _mm_sqrt_ps(x);
+  if constexpr (std::is_same_v<P, __m128d>) return _mm_sqrt_pd(x);
+#endif
+  return pm::psqrt(x);  // other ISAs: Eigen's sqrt instruction (no estimate there)
+}
+
+// All-ones in the lanes holding a NaN.
+template <class P>
+inline P nan_lanes(const P& x) {
+  return pm::pandnot(pm::ptrue(x), pm::pcmp_eq(x, x));
+}
 }  // namespace symflow::simd

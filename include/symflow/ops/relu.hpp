@@ -1,6 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
 #include "../expr/known_function.hpp"
@@ -10,17 +11,19 @@
 
 namespace symflow {
 namespace ops {
+// relu(x) = maximum(x, +0): NaN stays NaN (the operand itself, as in PyTorch), relu(-0) = +0.
+// The packet form selects the same way, so a NaN's bits do not depend on its position.
 struct relu_op : same_dtype_result {
   static constexpr std::string_view name = "relu";
   template <class T>
   SYMFLOW_HD static T apply(T x) {
-    return x > T(0) ? x : T(0);
+    return x <= T(0) ? T(0) : x;  // false for NaN
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr known_function computes = known_function::relu;
   template <class P>
   static P packet(const P& x) {
-    return simd::pm::pmax(x, simd::pm::pzero(x));
+    return simd::pm::pselect(simd::pm::pcmp_le(x, simd::pm::pzero(x)), simd::pm::pzero(x), x);
   }
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>

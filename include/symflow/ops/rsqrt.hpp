@@ -14,6 +14,8 @@ struct rsqrt_op : floating_result {
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif
+  // 1 / sqrt(x) with two IEEE roundings in both forms (Eigen's prsqrt is an estimate refined by
+  // Newton steps: off by ulps, and wrong for denormals), so the forms agree bit for bit.
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     return T(1) / std::sqrt(x);
@@ -21,7 +23,7 @@ struct rsqrt_op : floating_result {
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& x) {
-    return simd::pm::prsqrt(x);
+    return simd::pm::pdiv(simd::pm::pset1<P>(1), simd::exact_sqrt(x));
   }
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>

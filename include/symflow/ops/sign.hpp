@@ -1,6 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
@@ -8,11 +9,13 @@
 
 namespace symflow {
 namespace ops {
+// sign(x) is 1 or -1 away from zero; zeros and NaN are returned as they are: sign(NaN) = NaN,
+// sign(-0) = -0, sign(+0) = +0 (IEEE-style, as JAX/XLA; NumPy gives +0 for -0).
 struct sign_op : same_dtype_result {
   static constexpr std::string_view name = "sign";
   template <class T>
   SYMFLOW_HD static T apply(T x) {
-    return T((x > T(0)) - (x < T(0)));
+    return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;
   }
 #ifndef SYMFLOW_SCALAR_ONLY
 

@@ -15,8 +15,14 @@ struct softplus_op : floating_result {
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif
+  // On the host, where it has a packet form for T, lane 0 of that form (simd::first_lane): the
+  // same bits in a SIMD body and a scalar tail. std:: math elsewhere (double where Eigen has no
+  // packet form, device code).
   template <class T>
   SYMFLOW_HD static T apply(T x) {
+#if !defined(SYMFLOW_SCALAR_ONLY) && !defined(__CUDA_ARCH__)
+    if constexpr (simd::vectorized<T> && packet_dtype_ok<T>) return simd::first_lane<T>([](const auto& p) { return packet(p); }, x);
+#endif
     return std::max(x, T(0)) + std::log1p(std::exp(-std::abs(x)));
   }
 #ifndef SYMFLOW_SCALAR_ONLY

@@ -22,7 +22,7 @@ struct sqrt_op : floating_result {
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet(const P& x) {
-    return simd::pm::psqrt(x);
+    return simd::exact_sqrt(x);  // IEEE, bit for bit std::sqrt
   }
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>

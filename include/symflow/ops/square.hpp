@@ -1,6 +1,7 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
@@ -9,11 +10,14 @@
 
 namespace symflow {
 namespace ops {
+// x * x, as mul. Integers wrap (two's complement, what the hardware and NumPy do): signed overflow is undefined
+// behaviour in C++, so integer operands are computed in unsigned arithmetic.
 struct square_op : same_dtype_result {
   static constexpr std::string_view name = "square";
   template <class T>
   SYMFLOW_HD static T apply(T x) {
-    return x * x;
+    if constexpr (std::numeric_limits<T>::has_infinity) return x * x;
+    else return T(static_cast<unsigned long long>(x) * static_cast<unsigned long long>(x));
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>

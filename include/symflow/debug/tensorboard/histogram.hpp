@@ -22,11 +22,20 @@ struct histogram_buckets {
   // 0: TensorFlow's default exponential limits (see default_bucket_limits); n > 0: n equal-width
   // buckets spanning [min, max] of the data.
   std::size_t uniform_count = 0;
+  // The most equal-width buckets a histogram may have: the count may come from a user's argument,
+  // and each bucket is two doubles in memory and in the file (TensorFlow's default is ~1500).
+  static constexpr std::size_t max_uniform_count = std::size_t(1) << 16;
 
   static histogram_buckets tensorflow_default() { return {}; }
   static histogram_buckets uniform(std::size_t count) {
     if (count == 0) throw value_error("histogram_buckets::uniform: the bucket count must be at least 1");
+    check_count(count);
     return {count};
+  }
+  static void check_count(std::size_t count) {
+    if (count > max_uniform_count)
+      throw value_error("histogram_buckets: " + std::to_string(count) + " equal-width buckets asked for, the limit is " +
+                        std::to_string(max_uniform_count) + " (histogram_buckets::max_uniform_count)");
   }
 };
 
@@ -77,6 +86,7 @@ template <class T>
 histogram make_histogram(std::span<const T> values, histogram_buckets buckets = {}, std::string_view what = "histogram") {
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, "histograms take numbers");
   histogram h;
+  histogram_buckets::check_count(buckets.uniform_count);
   if (values.empty()) {
     h.bucket_limits = {DBL_MAX};
     h.bucket_counts = {0.0};
@@ -102,7 +112,11 @@ histogram make_histogram(std::span<const T> values, histogram_buckets buckets = 
 
   if (buckets.uniform_count) {
     const std::size_t n = buckets.uniform_count;
-    const double width = (h.max - h.min) / static_cast<double>(n);
+    // Halves of the values: max - min overflows to Inf for data spanning more than DBL_MAX (an Inf
+    // width, then Inf / Inf = NaN positions). Halving is exact above the denormal range, so the
+    // buckets are those of (x - min) / ((max - min) / n).
+    const double half_width = (h.max / 2 - h.min / 2) / static_cast<double>(n);
+    const double width = 2 * half_width;
     h.bucket_counts.assign(n, 0.0);
     h.bucket_limits.resize(n);
     if (width == 0) {
@@ -111,11 +125,16 @@ histogram make_histogram(std::span<const T> values, histogram_buckets buckets = 
       h.bucket_counts.back() = h.num;
       return h;
     }
-    for (std::size_t k = 0; k + 1 < n; ++k) h.bucket_limits[k] = h.min + static_cast<double>(k + 1) * width;
+    for (std::size_t k = 0; k + 1 < n; ++k)
+      h.bucket_limits[k] = 2 * (h.min / 2 + static_cast<double>(k + 1) * half_width);
     h.bucket_limits.back() = h.max;
     for (const T& x : values) {
-      const double position = std::floor((static_cast<double>(x) - h.min) / width);
-      const std::size_t k = position >= static_cast<double>(n) ? n - 1 : static_cast<std::size_t>(position);
+      const double position = std::floor((static_cast<double>(x) / 2 - h.min / 2) / half_width);
+      // Clamped before the conversion (a double beyond size_t's range is undefined behaviour to
+      // convert); NaN cannot occur (finite values, nonzero width) but would land in bucket 0.
+      const std::size_t k = !(position > 0)                       ? 0
+                            : position >= static_cast<double>(n) ? n - 1
+                                                                 : static_cast<std::size_t>(position);
       h.bucket_counts[k] += 1;
     }
     return h;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include <symflow/graph/all.hpp>
+#include <symflow/graph/json.hpp>
 #include <symflow/graph/runtime/builder.hpp>
 #include <symflow/graph/runtime/grad.hpp>
 #include <symflow/graph/runtime/interpreter.hpp>
@@ -272,4 +273,50 @@ TEST(Interpreter, RunIntoReusesTheCallersOutputStorage) {
     EXPECT_EQ(std::memcmp(outs[k].bytes(), fresh[k].bytes(), fresh[k].byte_size()), 0) << k;
   }
   EXPECT_NE(outs[2].bytes(), outs[0].bytes());  // a repeated output is its own copy
+}
+
+// The fuzz corpus' gradient graph (an MLP with a log-softmax loss, gradients included), differentiated
+// again at run time. differentiate() used to keep a reference to a node's shape while adding nodes
+// (a use-after-free under ASan; wrong or varying gradient graphs without it): the new graph's
+// gradients must have their leaves' shapes and match central finite differences.
+TEST(RuntimeGrad, LoadedGradientGraphDifferentiatesToFiniteDifferences) {
+  const graph g = load_graph_json_file(SYMFLOW_TEST_DATA_DIR "/fuzz/json/gradients.json");
+  const graph dg = differentiate(g, {"x", "W", "b"});
+  ASSERT_NO_THROW(validate(dg));
+  EXPECT_EQ(save_graph_json(dg), save_graph_json(differentiate(g, {"x", "W", "b"})));  // deterministic
+
+  const std::size_t batch = 5;
+  params p;
+  p.set("W", random_tensor<float, shape<3, 2>>({}, 50));
+  p.set("b", random_tensor<float, shape<2>>({}, 51));
+  runtime_feeds rf;
+  rf["x"] = runtime_tensor(random_tensor<float, shape<dyn, 3>>({batch, 3}, 52));
+  runtime_tensor labels(dtype::i32, {batch});
+  for (std::size_t i = 0; i < batch; ++i) labels.data<std::int32_t>()[i] = std::int32_t(i % 2);
+  rf["y"] = labels;
+
+  const auto out = interpreter(dg).run(rf, &p);
+  ASSERT_EQ(out.size(), g.outputs.size() + 3);
+  const std::size_t first = g.outputs.size();
+  EXPECT_EQ(out[first].extents(), (runtime_extents{batch, 3}));
+  EXPECT_EQ(out[first + 1].extents(), (runtime_extents{3, 2}));
+  EXPECT_EQ(out[first + 2].extents(), (runtime_extents{2}));
+
+  const interpreter run_loss(g);
+  auto loss_at = [&] { return double(run_loss.run(rf, &p)[0].data<float>()[0]); };
+  const double h = 1e-2;
+  auto check = [&](float* w, std::size_t n, const runtime_tensor& analytic, const char* what) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const float saved = w[i];
+      w[i] = saved + float(h);
+      const double up = loss_at();
+      w[i] = saved - float(h);
+      const double down = loss_at();
+      w[i] = saved;
+      EXPECT_NEAR(analytic.data<float>()[i], (up - down) / (2 * h), 2e-3) << what << "[" << i << "]";
+    }
+  };
+  check(rf["x"].data<float>(), batch * 3, out[first], "x");
+  check(reinterpret_cast<float*>(p.at("W").bytes.data()), 6, out[first + 1], "W");
+  check(reinterpret_cast<float*>(p.at("b").bytes.data()), 2, out[first + 2], "b");
 }

@@ -7,6 +7,7 @@
 // have the same rule in runtime form next to it in their file (runtime_gradient). Adjoints are summed
 // back over broadcast axes as at compile time (an unknown extent is taken as not broadcast).
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -137,11 +138,15 @@ inline const derivative_rule* find_derivative_rule(std::string_view name) {
 // Fragments depend only on the op, its attributes and the operand dtypes: built once each.
 inline const std::optional<rule_fragment>& cached_fragment(const derivative_rule& rule, const graph_node& n,
                                                            const std::vector<dtype>& in) {
+  // Graphs may be differentiated on several threads at once: the cache is shared, so it is locked.
+  // Entries are never erased, so a reference into the map stays valid after the lock is released.
+  static std::mutex mutex;
   static std::map<std::string, std::optional<rule_fragment>> cache;
   std::string key = n.op;
   for (auto d : in) key += "," + std::string(dtype_name(d));
   for (const auto& a : n.attributes)
     if (a.key == "to") key += ",to=" + std::get<std::string>(a.value);
+  std::lock_guard lock(mutex);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, rule.fragment(node_attributes(n), in)).first;
   return it->second;
@@ -177,7 +182,8 @@ std::vector<std::optional<graph_handle>> splice(graph_builder& b, const rule_fra
 
 // The adjoint summed over the axes along which `target` was broadcast, then stretched to its shape.
 inline graph_handle fit_adjoint(graph_builder& b, graph_handle c, const graph_handle& target) {
-  const auto& t = target.shape();
+  // A copy: a handle's shape lives in the builder's node storage, which the applies below may move.
+  const std::vector<std::int64_t> t = target.shape();
   if (c.rank() > t.size()) {
     std::vector<std::int64_t> lead(c.rank() - t.size());
     for (std::size_t i = 0; i < lead.size(); ++i) lead[i] = std::int64_t(i);

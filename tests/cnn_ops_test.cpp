@@ -246,7 +246,7 @@ TEST(SoftmaxCrossEntropy, StableValuesAgainstReference) {
   const auto labels = placeholder<"labels", std::int64_t, shape<dyn>>();
   // Logits of 1000 overflow exp in a naive evaluation.
   const tensor<float, shape<dyn, 4>> lv{{1000, 999, 998, -5}, {0.5f, -0.25f, 2, 1}, {-80, -90, -100, -120}, {1, 2, 3, 4}};
-  const tensor<std::int64_t, shape<dyn>> yv{1, 2, 3, 7};
+  const tensor<std::int64_t, shape<dyn>> yv{1, 2, 3, -1};  // -1: a padding example
   const auto got = eval(softmax_cross_entropy(logits, labels), logits = lv, labels = yv);
   std::vector<double> want;
   for (std::size_t n = 0; n < 4; ++n) {
@@ -260,9 +260,32 @@ TEST(SoftmaxCrossEntropy, StableValuesAgainstReference) {
     want.push_back(m + std::log(s) - double(lv(n, std::size_t(yv[n]))));
   }
   expect_near_all(got, want, 1e-6, "softmax_cross_entropy");
-  // The composed expression it replaces agrees (it also gives 0 for the out-of-range label).
+  // The composed expression it replaces agrees (it also gives 0 for the padding label).
   const auto composed = eval(-sum(one_hot<4>(labels) * log_softmax(logits), axes<-1>), logits = lv, labels = yv);
   expect_near_all(composed, want, 1e-6, "composed");
+}
+
+// A label of K or more is refused, naming the example, the label and K, in the compiled evaluation,
+// its gradient and the interpreter alike.
+TEST(SoftmaxCrossEntropy, ALabelOfKOrMoreIsAnErrorNamingTheExample) {
+  const auto logits = placeholder<"logits", float, shape<dyn, 4>>();
+  const auto labels = placeholder<"labels", std::int32_t, shape<dyn>>();
+  const auto lv = random_tensor<float, shape<dyn, 4>>({3, 4}, -1, 1, 340);
+  const tensor<std::int32_t, shape<dyn>> yv{0, 4, 1};
+  const auto loss = mean(softmax_cross_entropy(logits, labels));
+  const auto expect_names_example = [](auto&& run) {
+    try {
+      run();
+      ADD_FAILURE() << "no value_error";
+    } catch (const value_error& e) {
+      EXPECT_NE(std::string(e.what()).find("label 4 of example 1"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("[0, 4)"), std::string::npos) << e.what();
+    }
+  };
+  expect_names_example([&] { (void)eval(loss, logits = lv, labels = yv); });
+  expect_names_example([&] { (void)eval(grad(loss, logits), logits = lv, labels = yv); });
+  const runtime_feeds feeds{{"logits", runtime_tensor(lv)}, {"labels", runtime_tensor(yv)}};
+  expect_names_example([&] { (void)interpreter(to_graph(loss)).run(feeds); });
 }
 
 // --- dropout ---

@@ -5,8 +5,10 @@
 // is a kernel too: one pass per row instead of the max/exp/sum/divide passes and the one_hot that the
 // composed expression evaluates.
 //
-// A label outside [0, K) marks a padding example: its loss and its gradient are 0 (as
-// -sum(one_hot(labels) * log_softmax(logits)) gives, one_hot being a zero row there).
+// A negative label marks a padding example (an ignore index): its loss and its gradient are 0 (as
+// -sum(one_hot(labels) * log_softmax(logits)) gives, one_hot being a zero row there). A label of K or
+// more is a mistake (labels of another data set, an off-by-one), not padding: value_error naming the
+// example, the label and K, as PyTorch's cross_entropy refuses it.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -58,12 +60,23 @@ std::pair<double, double> row_stats(const T* row, std::size_t k) {
   return {m, s};
 }
 
+// Refuses a label of K or more before anything is written (negative labels are padding).
+template <class Label>
+void check_labels(std::string_view op, const Label* labels, std::size_t n, std::size_t k) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (labels[i] >= 0 && std::uint64_t(labels[i]) >= k)
+      throw value_error(std::string(op) + ": label " + std::to_string(labels[i]) + " of example " + std::to_string(i) +
+                        " is not a class index in [0, " + std::to_string(k) +
+                        ") (a negative label marks a padding example)");
+}
+
 template <class T, class Label>
 void forward(const T* logits, const Label* labels, T* loss, std::size_t n, std::size_t k) {
+  check_labels("softmax_cross_entropy", labels, n, k);
   for (std::size_t i = 0; i < n; ++i) {
     const T* row = logits + i * k;
     const auto label = labels[i];
-    if (label < 0 || std::size_t(label) >= k) {
+    if (label < 0) {
       loss[i] = T(0);
       continue;
     }
@@ -74,11 +87,12 @@ void forward(const T* logits, const Label* labels, T* loss, std::size_t n, std::
 
 template <class T, class Label>
 void backward(const T* g, const T* logits, const Label* labels, T* out, std::size_t n, std::size_t k) {
+  check_labels("softmax_cross_entropy_backward", labels, n, k);
   for (std::size_t i = 0; i < n; ++i) {
     const T* row = logits + i * k;
     T* d = out + i * k;
     const auto label = labels[i];
-    if (label < 0 || std::size_t(label) >= k) {
+    if (label < 0) {
       std::fill_n(d, k, T(0));
       continue;
     }

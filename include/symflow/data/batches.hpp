@@ -61,6 +61,9 @@ class batch_plan {
 template <class T, shape_spec S>
   requires(S::rank >= 1 && S::extents[0] == dyn)
 void gather_rows(const tensor<T, S>& source, std::span<const std::size_t> rows, tensor<T, S>& out) {
+  // An empty batch is a mistake upstream (an empty data set or split): a loss averaged over it is
+  // 0/0 = NaN, found much later. Refused here, where the cause is still visible.
+  if (rows.empty()) throw value_error("gather_rows: an empty batch (0 rows; a mean loss over it would be NaN)");
   extents_t<S::rank> e = source.extents();
   const std::size_t row_elements = e[0] ? source.size() / e[0] : 0;
   for (std::size_t r : rows)

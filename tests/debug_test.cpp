@@ -3,7 +3,9 @@
 // source line where it was written — on compiled evaluation and in the interpreter.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 
@@ -83,6 +85,101 @@ TEST(CheckNumerics, CountsInfinitiesBySignAndCoversMultiOutputAndGradients) {
   } catch (const numerics_error& e) {
     EXPECT_EQ(e.node().rfind("grad/", 0), 0u) << e.node();
     EXPECT_EQ(e.health().positive_infinity, 1u);
+  }
+}
+
+// exp must underflow as std::exp does (denormals, then exactly 0) and overflow to +Inf at the same
+// place, in SIMD packets and scalar tails and for every packet width: Eigen's float pexp clamps its
+// argument with SSE/AVX2 packets (exp(-138) and exp(-inf) were 2.9e-39), so on AVX2 machines a
+// softmax never underflowed in the fused loops while the interpreter's re-run disagreed. The
+// sanitizer job builds this test for AVX2 (x86-64-v3), the main build for the machine's own width.
+TEST(CheckNumerics, ExpUnderflowsAndOverflowsAsStdExpAtEveryPosition) {
+  auto x = placeholder<"x", float, shape<dyn>>();
+  auto xd = placeholder<"xd", double, shape<dyn>>();
+  const float specials[] = {-INFINITY, -1000.f, -138.f, -104.f, -103.5f, -100.f, -90.f, -88.5f, -87.5f, 88.5f, 88.8f, 89.f, 1000.f, INFINITY};
+  const double specials_d[] = {-INFINITY, -2000.0, -745.5, -745.0, -720.0, -708.5, 709.5, 710.0, 1000.0, INFINITY};
+  for (std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(37)}) {
+    for (std::size_t at = 0; at < n; ++at) {
+      for (float v : specials) {
+        tensor<float, shape<dyn>> t(extents_t<1>{n}, 0.5f);
+        t[at] = v;
+        const auto got = eval(exp(x), x = t);
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[at]), std::bit_cast<std::uint32_t>(std::exp(v)))
+            << "exp(" << v << ") at " << at << " of " << n << ": " << got[at];
+      }
+      for (double v : specials_d) {
+        tensor<double, shape<dyn>> t(extents_t<1>{n}, 0.5);
+        t[at] = v;
+        const auto got = eval(exp(xd), xd = t);
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(got[at]), std::bit_cast<std::uint64_t>(std::exp(v)))
+            << "exp(" << v << ") at " << at << " of " << n << ": " << got[at];
+      }
+    }
+  }
+}
+
+// docs/debugging.md's walkthrough in small: logits spread wider than 104 make softmax underflow to 0,
+// and check_numerics names the log, in the compiled evaluation and in the interpreter's re-run alike.
+TEST(CheckNumerics, SoftmaxUnderflowIsNamedAtTheLogOnEverySimdWidth) {
+  check_numerics_scope on;
+  auto z = placeholder<"z", float, shape<dyn, 3>>();
+  tensor<float, shape<dyn, 3>> logits(extents_t<2>{37, 3}, 0.0f);
+  for (std::size_t i = 0; i < 37; ++i) logits(i, 0) = 70.0f, logits(i, 1) = -68.0f, logits(i, 2) = float(i);
+  try {
+    (void)eval(-mean(sum(log(scope("model", [&] { return softmax(z); })), axes<1>)), z = logits);
+    FAIL() << "expected numerics_error";
+  } catch (const numerics_error& e) {
+    EXPECT_EQ(e.op(), "log") << e.what();
+    EXPECT_EQ(e.health().negative_infinity, 37u) << e.what();
+  }
+}
+
+// A checked evaluation that throws leaves the caller's output tensors as they were (a training loop
+// that catches numerics_error still holds its last good values), single and multi-output alike.
+TEST(CheckNumerics, EvalIntoWritesNothingWhenItThrows) {
+  check_numerics_scope on;
+  auto x = placeholder<"x", float, shape<dyn>>();
+  tensor<float, shape<dyn>> feed(extents_t<1>{37}, 1.0f);
+  feed[36] = -1.0f;  // log(-1) = NaN in the scalar tail of any SIMD width
+  tensor<float, shape<dyn>> out(extents_t<1>{37}, 7.0f), doubled(extents_t<1>{37}, 8.0f);
+  const float* before = out.data();
+  EXPECT_THROW(eval_into(out, log(x), x = feed), numerics_error);
+  EXPECT_THROW(eval_into(std::tie(doubled, out), x * 2.0f, log(x), x = feed), numerics_error);
+  for (std::size_t i = 0; i < 37; ++i) ASSERT_EQ(out[i], 7.0f) << i;
+  for (std::size_t i = 0; i < 37; ++i) ASSERT_EQ(doubled[i], 8.0f) << i;
+  feed[36] = 1.0f;
+  eval_into(std::tie(doubled, out), x * 2.0f, log(x), x = feed);
+  EXPECT_EQ(out.data(), before);  // a good result lands in the caller's own memory
+  EXPECT_EQ(out[36], 0.0f);
+  EXPECT_EQ(doubled[0], 2.0f);
+}
+
+// When the node-by-node re-run finds nothing (here: a localiser that finds nothing stands in for a
+// real disagreement between the fused loops and the interpreter), the error says so and still names
+// the output's node and the counts the evaluation really produced.
+void finds_nothing(const graph&, const runtime_feeds&, const params*) {}
+
+TEST(CheckNumerics, ADisagreeingReRunStillNamesTheOutputAndItsCounts) {
+  check_numerics_scope on;
+  const nonfinite_localiser saved = nonfinite_localiser_hook().exchange(&finds_nothing);
+  auto x = placeholder<"x", float, shape<dyn>>();
+  tensor<float, shape<dyn>> feed(extents_t<1>{5}, 2.0f);
+  feed[1] = 0.0f;
+  feed[3] = -1.0f;
+  try {
+    (void)eval(x + 1.0f, scope("loss", [&] { return log(x); }), x = feed);
+    nonfinite_localiser_hook().store(saved);
+    FAIL() << "expected numerics_error";
+  } catch (const numerics_error& e) {
+    nonfinite_localiser_hook().store(saved);
+    EXPECT_EQ(e.op(), "log");
+    EXPECT_EQ(e.node(), "loss/log");
+    EXPECT_EQ(e.extents(), (std::vector<std::size_t>{5}));
+    EXPECT_EQ(e.health().nan, 1u);
+    EXPECT_EQ(e.health().negative_infinity, 1u);
+    EXPECT_EQ(e.health().size, 5u);
+    EXPECT_NE(std::string(e.what()).find("output 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("disagree"), std::string::npos) << e.what();
   }
 }
 

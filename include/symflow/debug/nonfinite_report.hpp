@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <tuple>
+#include <vector>
 
 #include "../core/params.hpp"
 #include "../graph/runtime/value.hpp"
@@ -60,21 +61,72 @@ void localise_nonfinite_outputs(nonfinite_localiser localise, const std::tuple<c
   }
   localise(g, feeds, any ? &fed_parameters : store);
 }
-[[noreturn]] inline void throw_unlocalised_nonfinite() {
-  throw numerics_error("eval", "output", "", dtype::f32, {}, {}, {},
-                       "an output holds NaN or infinities (include <symflow/debug/localise.hpp> in one "
-                       "translation unit to have the node that produced them named)");
+// An output of the evaluation that holds NaN or infinities, with what the evaluation really wrote.
+struct nonfinite_output {
+  std::size_t index = 0;  // position among the evaluated expressions
+  dtype type = dtype::f32;
+  std::vector<std::size_t> extents;
+  value_health health;
+};
+
+// The outputs (tensors, in expression order) that hold NaN or infinities.
+template <class... Out>
+std::vector<nonfinite_output> nonfinite_outputs(const Out&... outs) {
+  std::vector<nonfinite_output> bad;
+  std::size_t index = 0;
+  (
+      [&](const auto& o) {
+        using T = typename std::remove_cvref_t<decltype(o)>::value_type;
+        const value_health h = health_of(o.data(), o.size());
+        if (!h.healthy()) bad.push_back({index, dtype_v<T>, {o.extents().begin(), o.extents().end()}, h});
+        ++index;
+      }(outs),
+      ...);
+  return bad;
 }
 
+// The error for an output the localiser could not explain (or when no localiser is linked in): it
+// names the first bad output's node and its real counts, and says why no node is named.
+[[noreturn]] inline void throw_unlocalised_nonfinite(const graph& g, const std::vector<nonfinite_output>& bad,
+                                                     std::string why) {
+  if (bad.empty()) throw numerics_error("eval", "output", "", dtype::f32, {}, {}, {}, why);  // counts unknown (GPU)
+  const nonfinite_output& first = bad.front();
+  std::string op = "eval", node = "output " + std::to_string(first.index), location;
+  if (first.index < g.outputs.size()) {
+    const std::uint32_t id = g.outputs[first.index];
+    if (id >= g.first_node_id() && id - g.first_node_id() < g.nodes.size()) {
+      const graph_node& n = g.nodes[id - g.first_node_id()];
+      op = n.op;
+      node = n.name;
+      if (n.where.line) location = n.where.file + ":" + std::to_string(n.where.line);
+    } else {
+      node = g.describe_value(id);
+    }
+  }
+  if (bad.size() > 1) why += " (" + std::to_string(bad.size()) + " outputs hold non-finite values)";
+  throw numerics_error(op, node, location, first.type, first.extents, first.health, {},
+                       "output " + std::to_string(first.index) + ": " + why);
+}
+
+inline constexpr const char* no_localiser_linked =
+    "an output holds NaN or infinities (include <symflow/debug/localise.hpp> in one translation unit to have "
+    "the node that produced them named)";
+inline constexpr const char* localiser_disagreed =
+    "the evaluation wrote NaN or infinities, but the node-by-node re-run in the interpreter found every "
+    "node finite: the two disagree (please report it with the feeds), so no node can be named";
+
 template <class... E, class... Sources>
-[[noreturn]] void report_nonfinite(const std::tuple<const E&...>& exprs, const Sources&... sources) {
-  if (nonfinite_localiser localise = nonfinite_localiser_hook().load()) {
+[[noreturn]] void report_nonfinite(const std::tuple<const E&...>& exprs, const std::vector<nonfinite_output>& bad,
+                                   const Sources&... sources) {
+  const nonfinite_localiser localise = nonfinite_localiser_hook().load();
+  if (localise) {
     runtime_feeds feeds;
     const params* store = nullptr;
     (add_localising_feed(feeds, store, sources), ...);
     localise_nonfinite_outputs(localise, exprs, feeds, store);  // throws numerics_error naming the node
   }
-  throw_unlocalised_nonfinite();
+  const graph g = std::apply([](const auto&... e) { return to_graph(e...); }, exprs);
+  throw_unlocalised_nonfinite(g, bad, localise ? localiser_disagreed : no_localiser_linked);
 }
 }  // namespace detail
 

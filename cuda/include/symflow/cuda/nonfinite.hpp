@@ -79,7 +79,8 @@ template <class... E, class... Sources>
                          "on the CPU interpreter found none (the GPU's arithmetic differs, e.g. TF32 or an "
                          "overflow the CPU rounds differently, or an output overwrote an input it reads)");
   }
-  symflow::detail::throw_unlocalised_nonfinite();
+  symflow::detail::throw_unlocalised_nonfinite(std::apply([](const auto&... e) { return to_graph(e...); }, exprs), {},
+                                               symflow::detail::no_localiser_linked);
 }
 
 }  // namespace symflow::cuda::detail

@@ -1,4 +1,7 @@
 #pragma once
+#include <cstring>
+#include <vector>
+
 #include "../../core/tensor.hpp"
 #include "../../debug/compiled_placement.hpp"
 #include "../../debug/nonfinite_report.hpp"
@@ -29,6 +32,21 @@ bool outputs_finite(const Outs& outs) {
                                                               o.data(), o.size()) && ...); },
                     outs);
 }
+template <class Outs>
+std::vector<symflow::detail::nonfinite_output> nonfinite_outputs(const Outs& outs) {
+  return std::apply([](const auto&... o) { return symflow::detail::nonfinite_outputs(o...); }, outs);
+}
+// A checked result computed aside becomes the caller's: copied into its memory when that has the
+// right extents (views of it stay valid, as without checking), else moved in.
+template <class Tensor>
+void adopt_result(Tensor& out, Tensor&& fresh) {
+  if (out.data() != nullptr && out.extents() == fresh.extents()) {
+    if (fresh.size()) std::memcpy(out.data(), fresh.data(), fresh.size() * sizeof(typename Tensor::value_type));
+  } else {
+    out = std::move(fresh);
+  }
+}
+
 }  // namespace cpu
 
 // Evaluates an expression on the CPU: eval(loss, x = images, y = labels, parameters). All runtime
@@ -41,20 +59,29 @@ tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sour
   cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
   auto ev = cpu::make_evaluator(expr, ctx);
   tensor<value_type_of<E>, shape_of<E>> out(ev.extents, uninitialized);
-  if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(std::tie(expr), sources...);
+  if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(std::tie(expr), detail::nonfinite_outputs(out), sources...);
   return out;
 }
 
 // As eval, writing into `out` and reusing its memory when the extents already match (first
-// touching fresh memory is expensive; a training loop should reuse its buffers).
+// touching fresh memory is expensive; a training loop should reuse its buffers). With check_numerics
+// on, the result is computed aside and `out` is left as it was when the evaluation throws: a caller
+// that catches numerics_error still holds its last good values.
 template <expression E, class... Sources>
 void eval_into(tensor<value_type_of<E>, shape_of<E>>& out, const E& expr, const Sources&... sources) {
+  using result = tensor<value_type_of<E>, shape_of<E>>;
   detail::log_compiled_placement(std::tie(expr));
   cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
   auto ev = cpu::make_evaluator(expr, ctx);
-  if (out.extents() != ev.extents || out.data() == nullptr)
-    out = tensor<value_type_of<E>, shape_of<E>>(ev.extents, uninitialized);
-  if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(std::tie(expr), sources...);
+  if (check_numerics_enabled()) {
+    result fresh(ev.extents, uninitialized);
+    if (!cpu::compute(ev, ctx, fresh.data()))
+      detail::report_nonfinite(std::tie(expr), detail::nonfinite_outputs(fresh), sources...);
+    cpu::adopt_result(out, std::move(fresh));
+    return;
+  }
+  if (out.extents() != ev.extents || out.data() == nullptr) out = result(ev.extents, uninitialized);
+  cpu::compute(ev, ctx, out.data());
 }
 
 namespace detail {
@@ -81,19 +108,27 @@ void eval_into(std::tuple<Out&...> outs, const E1& e1, const Rest&... rest) {
                         std::remove_cvref_t<std::tuple_element_t<k + S, all>>...>
         ctx(std::get<k + S>(args)...);
     auto evs = std::tuple{cpu::make_evaluator(std::get<X>(args), ctx)...};
+    static_assert((std::is_same_v<std::remove_cvref_t<Out>, tensor<value_type_of<std::tuple_element_t<X, all>>,
+                                                                   shape_of<std::tuple_element_t<X, all>>>> && ...),
+                  "symflow: an output tensor's dtype or shape type does not match its expression");
+    if (check_numerics_enabled()) {
+      // Computed aside, moved into the caller's tensors only when every output is finite.
+      std::tuple<std::remove_cvref_t<Out>...> fresh{std::remove_cvref_t<Out>(std::get<X>(evs).extents, uninitialized)...};
+      auto fresh_refs = std::tie(std::get<X>(fresh)...);
+      cpu::compute_outputs(evs, ctx, fresh_refs);
+      if (!cpu::outputs_finite(fresh_refs))
+        detail::report_nonfinite(std::tie(std::get<X>(args)...), cpu::nonfinite_outputs(fresh_refs), std::get<k + S>(args)...);
+      (cpu::adopt_result(std::get<X>(outs), std::move(std::get<X>(fresh))), ...);
+      return;
+    }
     (
         [&] {
           auto& out = std::get<X>(outs);
-          static_assert(std::is_same_v<std::remove_cvref_t<decltype(out)>,
-                                       tensor<value_type_of<std::tuple_element_t<X, all>>, shape_of<std::tuple_element_t<X, all>>>>,
-                        "symflow: an output tensor's dtype or shape type does not match its expression");
           if (out.extents() != std::get<X>(evs).extents || out.data() == nullptr)
             out = std::remove_cvref_t<decltype(out)>(std::get<X>(evs).extents, uninitialized);
         }(),
         ...);
     cpu::compute_outputs(evs, ctx, outs);
-    if (!cpu::outputs_finite(outs))
-      detail::report_nonfinite(std::tie(std::get<X>(args)...), std::get<k + S>(args)...);
   }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Rest) + 1 - k>{});
 }
 
@@ -115,7 +150,7 @@ auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
         std::get<X>(evs).extents, uninitialized)...};
     cpu::compute_outputs(evs, ctx, outs);
     if (!cpu::outputs_finite(outs))
-      detail::report_nonfinite(std::tie(std::get<X>(args)...), std::get<2 + k + S>(args)...);
+      detail::report_nonfinite(std::tie(std::get<X>(args)...), cpu::nonfinite_outputs(outs), std::get<2 + k + S>(args)...);
     return outs;
   }(std::make_index_sequence<2 + k>{}, std::make_index_sequence<sizeof...(Rest) - k>{});
 }

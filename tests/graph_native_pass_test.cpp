@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <symflow/graph/to_graph.hpp>
 #include <symflow/graph/runtime/builder.hpp>
@@ -33,6 +34,9 @@ std::filesystem::path test_cache_dir() {
   static const std::filesystem::path dir = [] {
     auto p = std::filesystem::temp_directory_path() / ("symflow-native-pass-test-" + std::to_string(::getpid()));
     std::filesystem::remove_all(p);
+    // Private whatever the umask: the pass library loads code only from directories no one else can write.
+    std::filesystem::create_directories(p);
+    std::filesystem::permissions(p, std::filesystem::perms::owner_all);
     return p;
   }();
   return dir;
@@ -168,8 +172,8 @@ TEST(NativePass, PassesAreCachedInMemoryAndOnDisk) {
   const auto dir = test_cache_dir() / "disk";
   pass_compiler_options o;
   o.cache_dir = dir;
-  const std::vector<pass_member> members{{"mul", "symflow::ops::mul_op", true, {{false, 0}, {false, 1}}, "mul"},
-                                         {"sin", "symflow::ops::sin_op", true, {{true, 0}}, "sin"}};
+  const std::vector<pass_member> members{{"mul", "symflow::ops::mul_op", true, {{false, 0}, {false, 1}}},
+                                         {"sin", "symflow::ops::sin_op", true, {{true, 0}}}};
   const std::string source = generate_pass_source(dtype::f32, 2, members, {1});
   pass_library first;
   const pass_function f = first.get(source, o);
@@ -194,13 +198,144 @@ TEST(NativePass, PassesAreCachedInMemoryAndOnDisk) {
   EXPECT_EQ(first.stats().compiled, 2u);
 }
 
+// Node names are data: a name holding a newline and a preprocessor line must neither reach the
+// generated source nor stop the pass from being built (it used to be pasted into a comment).
+TEST(NativePass, NodeNamesNeverReachTheGeneratedSource) {
+  graph_builder gb;
+  auto x = gb.input("x", dtype::f32, {-1});
+  auto y = gb.input("y", dtype::f32, {-1});
+  auto product = gb.apply("mul", {x, y}, {}, "p\n#error injected through a node name\n");
+  auto out = gb.apply("exp", {product}, {}, "q */ int injected_too = 1; /*");
+  graph g = gb.build({out});
+  interpreter_options o = options(true);
+  o.compiler.cache_dir = test_cache_dir() / "names";
+  interpreter run(g, o);
+  w_inputs in(37);
+  runtime_feeds feeds{{"x", in.feeds.at("a")}, {"y", in.feeds.at("b")}};
+  const auto got = run.run(feeds);
+  EXPECT_EQ(run.last_stats().native_passes, 1u) << pass_library::global().last_error();
+  std::size_t sources = 0;
+  for (const auto& e : std::filesystem::directory_iterator(o.compiler.cache_dir)) {
+    if (e.path().extension() != ".cpp") continue;
+    ++sources;
+    const std::string text = read_file_bytes(e.path());
+    EXPECT_EQ(text.find("injected"), std::string::npos) << text;
+  }
+  EXPECT_EQ(sources, 1u);
+  const auto want = interpreter(g, options(false)).run(feeds);
+  EXPECT_EQ(std::memcmp(got[0].bytes(), want[0].bytes(), want[0].byte_size()), 0);
+}
+
+TEST(NativePass, GeneratorRefusesOpWordsThatAreNotIdentifiers) {
+  const std::vector<pass_member> bad_op{{"neg\n#include </etc/passwd>", "symflow::ops::neg_op", true, {{false, 0}}}};
+  EXPECT_THROW(generate_pass_source(dtype::f32, 1, bad_op, {0}), error);
+  const std::vector<pass_member> bad_type{{"neg", "symflow::ops::neg_op; system(\"x\")", true, {{false, 0}}}};
+  EXPECT_THROW(generate_pass_source(dtype::f32, 1, bad_type, {0}), error);
+}
+
+const std::vector<pass_member>& mul_sin_members() {
+  static const std::vector<pass_member> m{{"mul", "symflow::ops::mul_op", true, {{false, 0}, {false, 1}}},
+                                          {"sin", "symflow::ops::sin_op", true, {{true, 0}}}};
+  return m;
+}
+
+// A cache directory another user can write to would let that user choose the code this process
+// loads: such a directory is refused before anything in it is read.
+TEST(NativePass, ACacheDirectoryOthersCanWriteIsRefused) {
+  const std::string source = generate_pass_source(dtype::f32, 2, mul_sin_members(), {1});
+  const auto shared = test_cache_dir() / "shared";
+  std::filesystem::create_directories(shared);
+  std::filesystem::permissions(shared, std::filesystem::perms::all);  // 0777, as /tmp-style directories are
+  pass_compiler_options o;
+  o.cache_dir = shared;
+  pass_library library;
+  EXPECT_EQ(library.get(source, o), nullptr);
+  EXPECT_NE(library.last_error().find("writable by other users"), std::string::npos) << library.last_error();
+  EXPECT_EQ(library.stats().compiled, 0u);
+
+  // A symbolic link to a private directory is refused too: whoever owns the link's parent could
+  // point it elsewhere later.
+  const auto target = test_cache_dir() / "private-target";
+  const auto link = test_cache_dir() / "link";
+  std::filesystem::create_directories(target);
+  std::filesystem::create_directory_symlink(target, link);
+  o.cache_dir = link;
+  pass_library second;
+  EXPECT_EQ(second.get(source, o), nullptr);
+  EXPECT_NE(second.last_error().find("not a directory"), std::string::npos) << second.last_error();
+
+  // A directory this library creates is made private (0700).
+  o.cache_dir = test_cache_dir() / "made" / "here";
+  pass_library third;
+  ASSERT_NE(third.get(source, o), nullptr) << third.last_error();
+  const auto perms = std::filesystem::status(o.cache_dir).permissions();
+  EXPECT_EQ(perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all), std::filesystem::perms::none);
+
+  if (::geteuid() == 0) {  // root can give a directory to another user: one owned by someone else is refused
+    const auto foreign = test_cache_dir() / "foreign";
+    std::filesystem::create_directories(foreign);
+    ASSERT_EQ(::chown(foreign.c_str(), 65534, 65534), 0);
+    o.cache_dir = foreign;
+    pass_library fourth;
+    EXPECT_EQ(fourth.get(source, o), nullptr);
+    EXPECT_NE(fourth.last_error().find("not by this user"), std::string::npos) << fourth.last_error();
+  }
+}
+
+// A cached object whose bytes are not the ones recorded when it was built (here: another pass's
+// object put in its place, beside the right digest) is rebuilt, not loaded. A fresh directory, so
+// that no object under that path is already loaded in this process.
+TEST(NativePass, ACachedObjectWithOtherBytesIsRebuiltNotLoaded) {
+  const auto built = test_cache_dir() / "tamper-source";
+  const auto planted = test_cache_dir() / "tamper-planted";
+  pass_compiler_options o;
+  o.cache_dir = built;
+  const std::string wanted = generate_pass_source(dtype::f32, 2, mul_sin_members(), {1});
+  const std::vector<pass_member> other_members{{"add", "symflow::ops::add_op", true, {{false, 0}, {false, 1}}}};
+  const std::string other = generate_pass_source(dtype::f32, 2, other_members, {0});
+  pass_library first;
+  ASSERT_NE(first.get(wanted, o), nullptr) << first.last_error();
+  const std::set<std::filesystem::path> before = [&] {
+    std::set<std::filesystem::path> s;
+    for (const auto& e : std::filesystem::directory_iterator(built))
+      if (e.path().extension() == ".so") s.insert(e.path());
+    return s;
+  }();
+  ASSERT_EQ(before.size(), 1u);
+  const std::filesystem::path wanted_object = *before.begin();
+  ASSERT_NE(first.get(other, o), nullptr) << first.last_error();
+  std::filesystem::path other_object;
+  for (const auto& e : std::filesystem::directory_iterator(built))
+    if (e.path().extension() == ".so" && !before.count(e.path())) other_object = e.path();
+  ASSERT_FALSE(other_object.empty());
+
+  // The planted directory: the wanted pass's name and recorded digest, the other pass's bytes.
+  std::filesystem::create_directories(planted);
+  std::filesystem::permissions(planted, std::filesystem::perms::owner_all);
+  const auto target = planted / wanted_object.filename();
+  std::filesystem::copy_file(other_object, target);
+  std::filesystem::copy_file(wanted_object.string() + ".sha256", target.string() + ".sha256");
+
+  o.cache_dir = planted;
+  pass_library second;
+  const pass_function f = second.get(wanted, o);
+  ASSERT_NE(f, nullptr) << second.last_error();
+  EXPECT_EQ(second.stats().disk_hits, 0u);
+  EXPECT_EQ(second.stats().compiled, 1u);
+  std::vector<float> x{0.5f, 1.f, 2.f}, y{2.f, 3.f, 0.25f}, out(3);
+  const void* in[] = {x.data(), y.data()};
+  void* outs[] = {out.data()};
+  f(in, outs, x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(out[i], std::sin(double(x[i]) * y[i]), 1e-6);
+}
+
 TEST(NativePass, WithoutACompilerTheInterpreterRunsTheGroupItself) {
   pass_library library;
   pass_compiler_options o;
   o.cache_dir = test_cache_dir() / "nocompiler";
   o.compiler = "/nonexistent/c++";
-  const std::vector<pass_member> members{{"neg", "symflow::ops::neg_op", true, {{false, 0}}, "neg"},
-                                         {"exp", "symflow::ops::exp_op", true, {{true, 0}}, "exp"}};
+  const std::vector<pass_member> members{{"neg", "symflow::ops::neg_op", true, {{false, 0}}},
+                                         {"exp", "symflow::ops::exp_op", true, {{true, 0}}}};
   EXPECT_EQ(library.get(generate_pass_source(dtype::f32, 1, members, {1}), o), nullptr);
   EXPECT_EQ(library.stats().failures, 1u);
   EXPECT_NE(library.last_error().find("compiling a generated pass failed"), std::string::npos) << library.last_error();

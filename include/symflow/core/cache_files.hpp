@@ -1,7 +1,10 @@
 #pragma once
 // Helpers for the on-disk caches of code generated at run time (CPU passes, NVRTC kernels): a
-// content hash for cache keys, whole-file reads, and writes that readers never see half done.
+// content hash for cache keys, whole-file reads, writes that readers never see half done, and the
+// checks that make a cache directory safe to load code from (docs/security.md): a directory another
+// user can write to would let that user choose the code a process loads.
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -11,8 +14,11 @@
 #include <string_view>
 
 #if defined(__unix__)
+#include <sys/stat.h>
 #include <unistd.h>
 #endif
+
+#include "sha256.hpp"
 
 namespace symflow {
 
@@ -74,6 +80,54 @@ inline bool write_file_atomically(const std::filesystem::path& path, const std::
   std::filesystem::rename(tmp, path, ec);
   if (ec) std::filesystem::remove(tmp, ec);
   return !ec;
+}
+
+// Makes `dir` (and its missing parents) and checks that only this user can change what is in it: a
+// real directory (not a symbolic link), owned by this user, writable by no group and no other user.
+// A directory this call creates gets mode 0700. Returns "" when the directory is fit for a cache of
+// code, else why not (the caller then compiles without a disk cache).
+inline std::string prepare_private_directory(const std::filesystem::path& dir) {
+  std::error_code ec;
+#if defined(__unix__)
+  if (!std::filesystem::exists(dir.parent_path(), ec)) std::filesystem::create_directories(dir.parent_path(), ec);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return "cannot create " + dir.string();
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return "cannot examine " + dir.string();
+  if (!S_ISDIR(st.st_mode)) return dir.string() + " is not a directory (a symbolic link or a file is refused)";
+  if (st.st_uid != ::geteuid())
+    return dir.string() + " is owned by user " + std::to_string(st.st_uid) + ", not by this user (" +
+           std::to_string(::geteuid()) + ")";
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return dir.string() + " is writable by other users (mode " + std::to_string((st.st_mode >> 6) & 7) +
+           std::to_string((st.st_mode >> 3) & 7) + std::to_string(st.st_mode & 7) + "; 0700 expected)";
+  return {};
+#else
+  std::filesystem::create_directories(dir, ec);
+  return ec ? "cannot create " + dir.string() : std::string{};
+#endif
+}
+
+// A cache entry whose bytes are checked before use: `path` holds the bytes, `path`.sha256 their
+// SHA-256. Written bytes then the digest, each atomically, so a reader sees a matching pair or none.
+inline bool write_verified_entry(const std::filesystem::path& path, const std::string& bytes) {
+  return write_file_atomically(path, bytes) && write_file_atomically(path.string() + ".sha256", sha256::of(bytes));
+}
+
+// Whether the file at `path` has the digest recorded beside it (false when either is missing).
+inline bool verified_entry_matches(const std::filesystem::path& path) {
+  const std::string recorded = read_file_bytes(std::filesystem::path(path.string() + ".sha256"));
+  if (recorded.size() != 64) return false;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  return sha256::of(read_file_bytes(path)) == recorded;
+}
+
+// The bytes of a verified entry, or "" when it is missing or its digest does not match.
+inline std::string read_verified_entry(const std::filesystem::path& path) {
+  const std::string recorded = read_file_bytes(std::filesystem::path(path.string() + ".sha256"));
+  if (recorded.size() != 64) return {};
+  std::string bytes = read_file_bytes(path);
+  return sha256::of(bytes) == recorded ? bytes : std::string{};
 }
 
 }  // namespace symflow

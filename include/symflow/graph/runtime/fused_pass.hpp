@@ -85,7 +85,6 @@ struct fused_pass_input {
 struct fused_pass_member {
   elementwise_kernel kernel;
   std::string op;                     // the op's name (a generated pass includes symflow/ops/<op>.hpp)
-  std::string label;                  // "tanh 'dense1/tanh'"
   std::vector<std::size_t> operands;  // pointer-table indices: inputs first, then members
   dtype type = dtype::f32;
   void* storage = nullptr;            // stored: the value's elements; else it lives in a tile buffer
@@ -250,7 +249,7 @@ class fused_pass {
     std::vector<bool> streamed;
     for (std::size_t k = 0; k < members_.size(); ++k) {
       const fused_pass_member& m = members_[k];
-      pass_member g{m.op, m.kernel.op_type(), m.kernel.packet, {}, m.label};
+      pass_member g{m.op, m.kernel.op_type(), m.kernel.packet, {}};
       for (auto at : m.operands) g.operands.push_back(at < nx ? pass_operand{false, at} : pass_operand{true, at - nx});
       generated.push_back(std::move(g));
       if (m.storage) {

@@ -394,7 +394,7 @@ class interpreter {
       std::vector<fused_pass_member> program;
       for (std::size_t k = 0; k < members.size(); ++k) {
         const graph_node& n = node(members[k]);
-        fused_pass_member m{*kernels[members[k]], n.op, n.op + " '" + n.name + "'", {}, values[members[k]].type,
+        fused_pass_member m{*kernels[members[k]], n.op, {}, values[members[k]].type,
                             stored[k] ? const_cast<void*>(values[members[k]].data) : nullptr};
         for (auto i : n.inputs)
           m.operands.push_back(group_of[i] == gi

@@ -8,11 +8,17 @@
 // tile when the kernel uses it, else its scalar function, and the scalar function over the tail —
 // so a generated pass gives the interpreter's results bit for bit (compiled with the same target
 // flags: see pass_compiler.hpp).
+//
+// The source holds no text from the graph: node names, scopes and source locations are data of the
+// graph value and never reach a compiler (a name holding a newline would otherwise become code).
+// Operands are numbered; the only words taken from outside this file are the op's registered name
+// and its C++ type, and both are checked to be identifiers before use.
 #include <cstddef>
 #include <string>
 #include <vector>
 
 #include "../../core/dtype.hpp"
+#include "../../core/error.hpp"
 
 namespace symflow {
 
@@ -28,8 +34,27 @@ struct pass_member {
   std::string op_type;  // its C++ type, attributes applied ("symflow::ops::mul_op")
   bool packet = false;  // the interpreter's kernel uses the packet function
   std::vector<pass_operand> operands;
-  std::string label;    // for the source's comments: "tanh 'dense1/tanh'"
 };
+
+namespace pass_codegen_detail {
+// An op's registered name: lower-case letters, digits and '_' (it names the file symflow/ops/<op>.hpp).
+inline bool is_op_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+// A C++ type as the ABI spells it: identifiers, '::', template brackets, ',', ' ' and integer
+// literals ("symflow::ops::cast_op<long>", "symflow::ops::pow_op<2l>").
+inline bool is_type_spelling(const std::string& s) {
+  if (s.empty() || s.size() > 512) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':' ||
+          c == '<' || c == '>' || c == ',' || c == ' ' || c == '-'))
+      return false;
+  return true;
+}
+}  // namespace pass_codegen_detail
 
 // The pass's entry point: in[k] = external k's tile, out[j] = where stored member j's tile goes.
 inline constexpr const char* pass_entry_name = "symflow_pass";
@@ -41,6 +66,10 @@ using pass_function = void (*)(const void* const* in, void* const* out, std::siz
 inline std::string generate_pass_source(dtype type, std::size_t externals, const std::vector<pass_member>& members,
                                         const std::vector<std::size_t>& stored, const std::vector<bool>& streamed = {}) {
   const std::string T = type == dtype::f64 ? "double" : "float";
+  for (const auto& m : members)
+    if (!pass_codegen_detail::is_op_name(m.op) || !pass_codegen_detail::is_type_spelling(m.op_type))
+      throw error("generated pass: refusing an op name or C++ type that is not an identifier (op of " +
+                  std::to_string(m.op.size()) + " bytes)");
   std::vector<std::string> files;
   for (const auto& m : members) {
     const std::string f = "symflow/ops/" + m.op + ".hpp";
@@ -56,7 +85,7 @@ inline std::string generate_pass_source(dtype type, std::size_t externals, const
   };
 
   std::string s = "// symflow: a fused pass of a graph value (generated; see symflow/graph/runtime/pass_codegen.hpp)\n";
-  for (const auto& m : members) s += "// " + m.label + "\n";
+  for (std::size_t k = 0; k < members.size(); ++k) s += "// v" + std::to_string(k) + ": " + members[k].op + "\n";
   s += "#include <symflow/graph/runtime/pass_support.hpp>\n";
   for (const auto& f : files) s += "#include <" + f + ">\n";
   s += "\nextern \"C\" void " + std::string(pass_entry_name) +

@@ -12,6 +12,11 @@
 // differ: then results agree within rounding). The key hashes the source, the command line, the compiler's --version and
 // every file under symflow's include tree, so editing an op's file or changing compilers never reuses
 // a stale object.
+//
+// Loading a shared object runs its code, so the disk cache is trusted only as far as it is private
+// (docs/security.md): the directory must be this user's and writable by nobody else (created 0700),
+// and each object's SHA-256, recorded when it was built, is checked before dlopen. A directory that
+// fails the check is not used at all: the interpreter then runs those groups itself (one warning).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +39,8 @@ namespace symflow {
 struct pass_compiler_options {
   // The compiler: $SYMFLOW_CXX, else "c++" from the PATH.
   std::string compiler;
-  // Shared objects and their sources: $SYMFLOW_PASS_CACHE, else <temp>/symflow-passes-<uid>.
+  // Shared objects and their sources: $SYMFLOW_PASS_CACHE, else $XDG_CACHE_HOME/symflow/passes, else
+  // $HOME/.cache/symflow/passes, else <temp>/symflow-passes-<uid>.
   std::filesystem::path cache_dir;
   // symflow's headers: $SYMFLOW_INCLUDE_DIR, else the tree this header sits in.
   std::filesystem::path include_dir;
@@ -141,6 +147,9 @@ inline std::filesystem::path default_eigen_dir() {
 
 inline std::filesystem::path default_cache_dir() {
   if (const char* env = std::getenv("SYMFLOW_PASS_CACHE"); env && *env) return env;
+  // Under the user's home first: /tmp is shared, and a name there can be taken by another user first.
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return std::filesystem::path(xdg) / "symflow" / "passes";
+  if (const char* home = std::getenv("HOME"); home && *home == '/') return std::filesystem::path(home) / ".cache" / "symflow" / "passes";
   std::error_code ec;
   std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
   if (ec) tmp = "/tmp";
@@ -278,15 +287,20 @@ class pass_library {
 
   pass_function load_or_build(const std::string& key, const std::string& source, const pass_compiler_options& o,
                               const std::string& command_flags) {
+    if (std::string unsafe = prepare_private_directory(o.cache_dir); !unsafe.empty())
+      return fail("the pass cache directory is not private, so no code is loaded from it: " + unsafe +
+                  " (set pass_compiler_options::cache_dir or SYMFLOW_PASS_CACHE to a directory only you can write)");
     const std::filesystem::path object = o.cache_dir / (key + ".so");
     std::string why;
     std::error_code ec;
     if (std::filesystem::exists(object, ec)) {
-      if (pass_function f = open(object, why)) {
-        ++stats_.disk_hits;
-        return f;
+      if (verified_entry_matches(object)) {
+        if (pass_function f = open(object, why)) {
+          ++stats_.disk_hits;
+          return f;
+        }
       }
-      std::filesystem::remove(object, ec);  // unreadable or damaged: build it again
+      std::filesystem::remove(object, ec);  // unreadable, damaged or not the bytes we built: build it again
     }
     const std::filesystem::path cpp = o.cache_dir / (key + ".cpp");
     if (!write_file_atomically(cpp, source))
@@ -304,11 +318,19 @@ class pass_library {
       return fail("compiling a generated pass failed (" + command + "): " + output);
     }
     std::filesystem::remove(log, ec);
+    // The digest first, then the object under its name: a reader that sees the new object with the
+    // old digest refuses it and rebuilds, never the other way round.
+    const std::string digest = sha256::of(read_file_bytes(built));
+    if (!write_file_atomically(object.string() + ".sha256", digest)) {
+      std::filesystem::remove(built, ec);
+      return fail("cannot write " + object.string() + ".sha256");
+    }
     std::filesystem::rename(built, object, ec);
     if (ec) {
       std::filesystem::remove(built, ec);
       return fail("cannot write " + object.string());
     }
+    if (!verified_entry_matches(object)) return fail(object.string() + " changed between compiling and loading it");
     pass_function f = open(object, why);
     if (!f) return fail("cannot load " + object.string() + ": " + why);
     ++stats_.compiled;

@@ -676,7 +676,8 @@ TEST(GraphInterpreter, BadFeedsAreNamed) {
   const graph product = to_graph(scope("dense", [&] { return matmul(x, W); }));
   params wrong_inner;
   wrong_inner.set("W", tensor<float, shape<dyn, 13>>(extents_t<2>{20, 13}, 0.f));
-  const std::string mm = message_of<shape_error>([&] { interpreter(product).run(good, &wrong_inner); });
+  const runtime_feeds only_x{{"x", runtime_tensor(in.x)}};
+  const std::string mm = message_of<shape_error>([&] { interpreter(product).run(only_x, &wrong_inner); });
   EXPECT_NE(mm.find("matmul 'dense/matmul'"), std::string::npos) << mm;
   EXPECT_NE(mm.find("cannot multiply [33,21] by [20,13]"), std::string::npos) << mm;
 
@@ -686,6 +687,24 @@ TEST(GraphInterpreter, BadFeedsAreNamed) {
   wrong_param.set("w", tensor<float, shape<4>>{});
   EXPECT_EQ(message_of<shape_error>([&] { run.run(good, &wrong_param); }),
             "interpreter: parameter 'w' is f32[4], the graph expects f32[21]");
+
+  // A feed naming nothing in the graph (a typo, say) is refused with the names listed, unless the
+  // options allow extra feeds; a feed naming a parameter replaces the store's value, as in eval.
+  runtime_feeds extra = good;
+  extra.insert_or_assign("z", runtime_tensor(in.x));
+  extra.insert_or_assign("typo_x", runtime_tensor(in.x));
+  EXPECT_EQ(message_of<value_error>([&] { run.run(extra, &store); }),
+            "interpreter: 2 feed(s) name no input or parameter of the graph: 'typo_x', 'z' "
+            "(set interpreter_options::allow_unused_feeds to pass extra feeds)");
+  interpreter_options lenient;
+  lenient.allow_unused_feeds = true;
+  const auto with_extra = interpreter(g, lenient).run(extra, &store);
+  const auto without = run.run(good, &store);
+  EXPECT_EQ(std::memcmp(with_extra[0].bytes(), without[0].bytes(), without[0].byte_size()), 0);
+  runtime_feeds fed_parameter = good;
+  fed_parameter.insert_or_assign("w", runtime_tensor(in.w));
+  const auto fed = run.run(fed_parameter, &wrong_param);  // the feed wins over the store's f32[4]
+  EXPECT_EQ(std::memcmp(fed[0].bytes(), without[0].bytes(), without[0].byte_size()), 0);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ inline void localise_nonfinite(const graph& g, const runtime_feeds& feeds, const
   interpreter_options node_by_node;
   node_by_node.fuse = false;
   node_by_node.check_numerics = true;
+  node_by_node.allow_unused_feeds = true;  // eval ignores feeds its expressions do not read; so does its re-run
   interpreter(g, node_by_node).run(feeds, store);
 }
 

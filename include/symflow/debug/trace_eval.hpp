@@ -29,6 +29,7 @@ traced_run run_through_interpreter(interpreter_options options, const Args&... a
     runtime_feeds feeds;
     const params* store = nullptr;
     (detail::add_localising_feed(feeds, store, std::get<k + S>(all)), ...);
+    options.allow_unused_feeds = true;  // as eval: feeds the expressions do not read are ignored
     const interpreter run(g, options);
     traced_run out;
     out.outputs = run.run(feeds, store);

@@ -32,6 +32,10 @@ struct interpreter_options {
   // dtypes, run as above. Unset: on when the environment has SYMFLOW_NATIVE_PASSES=1.
   std::optional<bool> native_passes;
   pass_compiler_options compiler;
+  // A feed that names no input or parameter of the graph is an error (a misspelt name would
+  // otherwise leave the intended input unfed or, with a parameter store, silently use a stale value).
+  // true: such feeds are ignored, for callers that feed one set of values to several graphs.
+  bool allow_unused_feeds = false;
 };
 
 // Where a run spent its time, one entry per unit of work, in evaluation order.

@@ -135,3 +135,26 @@ TEST(GraphInterpreterSpecialValues, IntegerDivisionCastsAndNanAgreeWithTypedEval
   const auto m = eval(maximum(f, 0.5f), f = fv);
   EXPECT_TRUE(std::isnan(m[0]) && std::isnan(m[20]) && std::isnan(m[36]));
 }
+
+// max/min reductions propagate NaN wherever it is (packet body, scalar tail, either side of a
+// combine) and take -0 < +0, in typed evaluation and the interpreter alike (ops/max.hpp, min.hpp).
+TEST(GraphInterpreterSpecialValues, MaxMinReductionsPropagateNanAtEveryPosition) {
+  auto x = placeholder<"x", float, shape<dyn>>();
+  for (std::size_t n : {1u, 15u, 17u, 37u, 100u}) {
+    for (std::size_t pos = 0; pos < n; ++pos) {
+      tensor<float, shape<dyn>> xv(extents_t<1>{n}, 0.25f);
+      xv[pos] = std::numeric_limits<float>::quiet_NaN();
+      const auto mx = eval(max(x), x = xv);
+      const auto mn = eval(min(x), x = xv);
+      EXPECT_TRUE(std::isnan(mx[0]) && std::isnan(mn[0])) << "NaN at " << pos << " of " << n;
+      if (pos % 7 == 0) {
+        expect_interpreter_equals_typed<float>(max(x), x = xv);
+        expect_interpreter_equals_typed<float>(min(x), x = xv);
+      }
+    }
+    tensor<float, shape<dyn>> zeros(extents_t<1>{n}, -0.0f);
+    zeros[n / 2] = 0.0f;
+    EXPECT_FALSE(std::signbit(eval(max(x), x = zeros)[0])) << n;
+    EXPECT_TRUE(std::signbit(eval(min(x), x = zeros)[0]) || n == 1) << n;
+  }
+}

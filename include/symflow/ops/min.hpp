@@ -1,9 +1,11 @@
 #pragma once
 #ifndef SYMFLOW_SCALAR_ONLY
+#include <cmath>
 #include <limits>
 
 #include "../expr/reduction.hpp"
 #include "../expr/leaves.hpp"
+#include "minimum.hpp"
 #include "packet_math.hpp"
 #endif
 
@@ -15,18 +17,32 @@ struct min_op {
   static constexpr T identity() {
     return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
   }
+  // minimum_op's semantics (ops/minimum.hpp), so that the result does not depend on the order elements
+  // are combined in (packets, threads, the interpreter's loop): a NaN anywhere gives NaN, and
+  // -0 < +0. Restated here because a device compilation sees this file alone.
   template <class T>
   SYMFLOW_HD static T combine(T a, T b) {
-    return a <= b ? a : b;
+    if constexpr (std::numeric_limits<T>::has_infinity) {
+      if (a != a) return a;
+      if (b != b) return b;
+      if (a == b) return std::copysign(T(1), a) < T(0) ? a : b;  // equal: only ±0 differ
+    }
+    return b < a ? b : a;
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
   static P packet_combine(const P& a, const P& b) {
-    return simd::pm::pmin(a, b);
+    return minimum_op::packet(a, b);
   }
   template <class P>
   static auto packet_reduce(const P& p) {
-    return simd::pm::predux_min(p);
+    // Lane by lane with combine: Eigen's predux_min leaves NaN and the sign of zero unspecified.
+    using T = typename simd::pm::unpacket_traits<P>::type;
+    alignas(64) T lanes[simd::pm::unpacket_traits<P>::size];
+    simd::pm::pstoreu(lanes, p);
+    T r = lanes[0];
+    for (int i = 1; i < simd::pm::unpacket_traits<P>::size; ++i) r = combine(r, lanes[i]);
+    return r;
   }
   // Derivative rule, given the upstream adjoint g and this node's value y (both with the reduced axes
   // kept as extent 1), the operand x and the number of elements each result combines. Every element equal to the extremum gets the full adjoint (a subgradient at ties).

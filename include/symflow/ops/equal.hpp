@@ -8,6 +8,7 @@
 
 namespace symflow {
 namespace ops {
+// IEEE comparison: NaN equals nothing (itself included), -0 == +0. Scalar only (no packet form).
 struct equal_op : mask_result {
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr bool is_comparison = true;

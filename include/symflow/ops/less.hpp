@@ -8,6 +8,7 @@
 
 namespace symflow {
 namespace ops {
+// IEEE comparison: false where either operand is NaN; -0 < +0 is false. Scalar only (no packet form).
 struct less_op : mask_result {
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr bool is_comparison = true;

@@ -8,6 +8,7 @@
 
 namespace symflow {
 namespace ops {
+// IEEE comparison: true where either operand is NaN, false for -0 vs +0. Scalar only (no packet form).
 struct not_equal_op : mask_result {
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr bool is_comparison = true;

@@ -8,6 +8,8 @@
 
 namespace symflow {
 namespace ops {
+// C's pow (std::pow, scalar only): NaN in gives NaN except pow(x, ±0) = 1 and pow(1, y) = 1, as
+// IEEE 754 and NumPy; pow(-0, -1) = -Inf. Floating dtypes only.
 struct pow_op : floating_result {
   static constexpr std::string_view name = "pow";
 #ifndef SYMFLOW_SCALAR_ONLY

@@ -6,6 +6,8 @@
 
 namespace symflow {
 namespace ops {
+// Selects an operand's value with its bits (NaN payloads and -0 included); a NaN in the branch not
+// taken does not propagate. Scalar only (no packet form).
 struct where_op {
   static constexpr std::string_view name = "where";
 #ifndef SYMFLOW_SCALAR_ONLY

@@ -33,17 +33,21 @@ inline T first_lane(F f, A... a) {
 // ulp at times, NaN for +Inf and 0 for denormals and -0.
 template <class P>
 inline P exact_sqrt(const P& x) {
+  // Picked by lane type and count: naming __m128 & co. as template arguments warns (their attributes).
+  using T = typename pm::unpacket_traits<P>::type;
+  constexpr int n = pm::unpacket_traits<P>::size;
+  constexpr bool f = std::is_same_v<T, float>, d = std::is_same_v<T, double>;
 #if defined(__AVX512F__)
-  if constexpr (std::is_same_v<P, __m512>) return _mm512_sqrt_ps(x);
-  if constexpr (std::is_same_v<P, __m512d>) return _mm512_sqrt_pd(x);
+  if constexpr (f && n == 16) return _mm512_sqrt_ps(x);
+  if constexpr (d && n == 8) return _mm512_sqrt_pd(x);
 #endif
 #if defined(__AVX__)
-  if constexpr (std::is_same_v<P, __m256>) return _mm256_sqrt_ps(x);
-  if constexpr (std::is_same_v<P, __m256d>) return _mm256_sqrt_pd(x);
+  if constexpr (f && n == 8) return _mm256_sqrt_ps(x);
+  if constexpr (d && n == 4) return _mm256_sqrt_pd(x);
 #endif
 #if defined(__SSE2__)
-  if constexpr (std::is_same_v<P, __m128>) return _mm_sqrt_ps(x);
-  if constexpr (std::is_same_v<P, __m128d>) return _mm_sqrt_pd(x);
+  if constexpr (f && n == 4) return _mm_sqrt_ps(x);
+  if constexpr (d && n == 2) return _mm_sqrt_pd(x);
 #endif
   return pm::psqrt(x);  // other ISAs: Eigen's sqrt instruction (no estimate there)
 }

@@ -5,7 +5,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
 build=${SYMFLOW_BUILD_DIR:-$root/build}
 jobs=${SYMFLOW_JOBS:-$(nproc)}
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+# SYMFLOW_SANITIZER_JOB: the sanitizer subset is built too (in $build/sanitize, with ASan + UBSan and
+# another SIMD width than -march=native) and run by the same ctest, as entries named sanitize.*.
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYMFLOW_SANITIZER_JOB=${SYMFLOW_SANITIZER_JOB:-ON}
 cmake --build "$build" -j "$jobs"
 cd "$build"
 # ctest runs several test programs at once, each with OpenMP threads: more threads than cores. Busy-

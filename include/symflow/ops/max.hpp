@@ -37,12 +37,7 @@ struct max_op {
   template <class P>
   static auto packet_reduce(const P& p) {
     // Lane by lane with combine: Eigen's predux_max leaves NaN and the sign of zero unspecified.
-    using T = typename simd::pm::unpacket_traits<P>::type;
-    alignas(64) T lanes[simd::pm::unpacket_traits<P>::size];
-    simd::pm::pstoreu(lanes, p);
-    T r = lanes[0];
-    for (int i = 1; i < simd::pm::unpacket_traits<P>::size; ++i) r = combine(r, lanes[i]);
-    return r;
+    return simd::fold_lanes(p, [](auto a, auto b) { return combine(a, b); });
   }
   // Derivative rule, given the upstream adjoint g and this node's value y (both with the reduced axes
   // kept as extent 1), the operand x and the number of elements each result combines. Every element equal to the extremum gets the full adjoint (a subgradient at ties).

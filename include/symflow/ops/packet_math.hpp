@@ -52,6 +52,19 @@ inline P exact_sqrt(const P& x) {
   return pm::psqrt(x);  // other ISAs: Eigen's sqrt instruction (no estimate there)
 }
 
+// The lanes of p combined in order, lane 0 first: f(f(f(p0, p1), p2), ...). For reductions whose
+// rule Eigen's predux_* does not keep (NaN, signed zeros).
+template <class P, class F>
+inline auto fold_lanes(const P& p, F f) {
+  using T = typename pm::unpacket_traits<P>::type;
+  constexpr int n = pm::unpacket_traits<P>::size;
+  alignas(64) T lanes[n];
+  pm::pstoreu(lanes, p);
+  T r = lanes[0];
+  for (int i = 1; i < n; ++i) r = f(r, lanes[i]);
+  return r;
+}
+
 // All-ones in the lanes holding a NaN.
 template <class P>
 inline P nan_lanes(const P& x) {

@@ -104,6 +104,23 @@ bool is_ptx_with_entry(const cu::compiled_program& p) {
 // ---------------------------------------------------------------------------------------------
 // Without a GPU
 
+// Node names are data: one holding a newline and a preprocessor line, or closing a comment, must not
+// reach the generated source (they were pasted into its comments), and the kernel still compiles.
+TEST(NvrtcCodegen, NodeNamesNeverReachTheGeneratedSource) {
+  graph_builder b;
+  auto x = b.input("x", dtype::f32, {-1});
+  auto y = b.input("y", dtype::f32, {-1});
+  auto p = b.apply("mul", {x, y}, {}, "p\n#error injected through a node name\n");
+  auto q = b.apply("exp", {p}, {}, "q */ int injected_too = 1; /*");
+  const cu::graph_runner r(b.build({q}), ptx_options());
+  const auto ks = r.kernels(cu::input_specs{{"x", {dtype::f32, {100}}}, {"y", {dtype::f32, {100}}}});
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].program.source.find("injected"), std::string::npos) << ks[0].program.source;
+  std::shared_ptr<cu::compiled_program> compiled;
+  ASSERT_NO_THROW(compiled = cu::kernel_cache::global().get(ks[0].program)) << ks[0].program.source;
+  EXPECT_TRUE(is_ptx_with_entry(*compiled));
+}
+
 TEST(NvrtcCodegen, W1IsOneKernelCallingTheOpsByTheirTypes) {
   const cu::graph_runner r(w1_graph(), ptx_options());
   const auto ks = r.kernels(vectors(1000));

@@ -322,7 +322,12 @@ inline generated_kernel generate_kernel(const symflow::graph& g, const value_typ
   const std::size_t R = dims.size();
   std::string s;
   s += "// symflow: fused group of a graph value (generated; see symflow/cuda/nvrtc/codegen.hpp)\n";
-  s += "// " + ops + "\n";  // no extents: one program serves every extent of this structure
+  // The source holds no text from the graph (node names and scopes are data, and a name holding a
+  // newline would become code): members are numbered, and only the ops' registered names appear.
+  std::string op_names;
+  for (auto m : members) op_names += (op_names.empty() ? "" : ", ") + node(m).op;
+  if (reduction) op_names += (op_names.empty() ? "" : ", ") + node(reduction->node).op;
+  s += "// " + op_names + "\n";  // no extents: one program serves every extent of this structure
   s += std::string("#include \"") + prelude_name + "\"\n";
   for (const auto& f : op_files) s += "#include \"" + f + "\"\n";
   s += "\nstruct symflow_frame {\n  long long dim[" + std::to_string(R) + "];\n  long long stride[" +
@@ -398,7 +403,7 @@ inline generated_kernel generate_kernel(const symflow::graph& g, const value_typ
     s += "    const " + std::string(R_t) + " v" + std::to_string(m) + " = static_cast<" + R_t + ">(" +
          elementwise_op_type(n) + "::apply(";
     for (std::size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", " : "") + value_name(n.inputs[i]);
-    s += "));  // " + n.op + " '" + n.name + "'\n";
+    s += "));  // " + n.op + "\n";
   }
   for (std::size_t o = 0; o < k.stored.size(); ++o)
     s += "    y" + std::to_string(o) + "[i] = " + value_name(k.stored[o]) + ";\n";

@@ -58,6 +58,8 @@ template <class T, T Lo, T Hi> struct integer_limits {
 template <> struct numeric_limits<int> : integer_limits<int, -2147483647 - 1, 2147483647> {};
 template <> struct numeric_limits<long long>
     : integer_limits<long long, -9223372036854775807ll - 1, 9223372036854775807ll> {};
+template <> struct numeric_limits<long>  // the host spells i64 "long" (LP64), as device code does
+    : integer_limits<long, -9223372036854775807l - 1, 9223372036854775807l> {};
 template <> struct numeric_limits<bool> : integer_limits<bool, false, true> {};
 template <class T>
 __host__ __device__ constexpr const T& max(const T& a, const T& b) { return (a < b) ? b : a; }

@@ -108,26 +108,14 @@ inline std::string prepare_private_directory(const std::filesystem::path& dir) {
 }
 
 // A cache entry whose bytes are checked before use: `path` holds the bytes, `path`.sha256 their
-// SHA-256. Written bytes then the digest, each atomically, so a reader sees a matching pair or none.
-inline bool write_verified_entry(const std::filesystem::path& path, const std::string& bytes) {
-  return write_file_atomically(path, bytes) && write_file_atomically(path.string() + ".sha256", sha256::of(bytes));
-}
-
-// Whether the file at `path` has the digest recorded beside it (false when either is missing).
+// SHA-256 (written by whoever builds the entry, digest first). Whether the file at `path` has the
+// digest recorded beside it (false when either is missing).
 inline bool verified_entry_matches(const std::filesystem::path& path) {
   const std::string recorded = read_file_bytes(std::filesystem::path(path.string() + ".sha256"));
   if (recorded.size() != 64) return false;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return false;
   return sha256::of(read_file_bytes(path)) == recorded;
-}
-
-// The bytes of a verified entry, or "" when it is missing or its digest does not match.
-inline std::string read_verified_entry(const std::filesystem::path& path) {
-  const std::string recorded = read_file_bytes(std::filesystem::path(path.string() + ".sha256"));
-  if (recorded.size() != 64) return {};
-  std::string bytes = read_file_bytes(path);
-  return sha256::of(bytes) == recorded ? bytes : std::string{};
 }
 
 }  // namespace symflow

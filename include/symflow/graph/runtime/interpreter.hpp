@@ -27,6 +27,7 @@
 #include "../../debug/nonfinite_report.hpp"
 #include "../../debug/placement_log.hpp"
 #include "../../debug/trace.hpp"
+#include "feeds.hpp"
 #include "op_table.hpp"
 #include "fused_pass.hpp"
 #include "plan.hpp"
@@ -186,28 +187,8 @@ class interpreter {
                           format_extents(e) + ", the graph expects " + graph_type_string(leaf.type));
     }
 
-    // Feeds that name no input or parameter: an error listing them (at most 8, each name cut to 64
-    // bytes), unless the options allow them.
-    void check_unused_feeds(const runtime_feeds& feeds) const {
-      if (self.options_.allow_unused_feeds) return;
-      std::vector<std::string> unused;
-      for (const auto& [name, value] : feeds) {
-        bool used = false;
-        for (const auto& in : g.inputs) used = used || in.name == name;
-        for (const auto& p : g.parameters) used = used || p.name == name;
-        if (!used) unused.push_back(name);
-      }
-      if (unused.empty()) return;
-      std::string list;
-      for (std::size_t i = 0; i < unused.size() && i < 8; ++i)
-        list += (i ? ", '" : "'") + unused[i].substr(0, 64) + (unused[i].size() > 64 ? "...'" : "'");
-      if (unused.size() > 8) list += " and " + std::to_string(unused.size() - 8) + " more";
-      throw value_error("interpreter: " + std::to_string(unused.size()) + " feed(s) name no input or parameter of the graph: " +
-                        list + " (set interpreter_options::allow_unused_feeds to pass extra feeds)");
-    }
-
     void bind_leaves(const runtime_feeds& feeds, const params* store) {
-      check_unused_feeds(feeds);
+      if (!self.options_.allow_unused_feeds) check_feeds_name_leaves(g, feeds);
       std::uint32_t id = 0;
       for (const auto& in : g.inputs) {
         auto it = feeds.find(in.name);

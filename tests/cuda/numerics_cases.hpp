@@ -48,7 +48,7 @@ struct cpu_outcome {
 std::string cpu_log_location();
 inline std::string log_location(const model& m) {
   const auto e = m.elementwise();  // add(sqrt(abs(b)), mul(log(a), 2))
-  return std::get<0>(std::get<1>(e.args).args).info.location_string();
+  return std::get<0>(std::get<1>(e.args()).args()).info.location_string();
 }
 
 cpu_outcome cpu_elementwise(const tensor<float, shape<dyn>>& a, const tensor<float, shape<dyn>>& b);

@@ -19,7 +19,8 @@ struct elementwise : expression_tag {
   using value_type = typename Op::template result_type<typename Args::value_type...>;
   using shape_type = typename broadcast_all<typename Args::shape_type...>::type;
   static constexpr std::size_t rank = shape_type::rank;
-  std::tuple<Args...> args;
+  operand_list<Args...> operands;
+  const std::tuple<Args...>& args() const { return operands.get(); }
   [[no_unique_address]] Op op;
   node_info info;
 };

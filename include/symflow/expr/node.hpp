@@ -7,6 +7,7 @@
 #include "../core/config.hpp"
 #include "../core/shape.hpp"
 #include "node_info.hpp"
+#include "operand_list.hpp"
 
 namespace symflow {
 
@@ -34,6 +35,26 @@ template <expression E>
 using shape_of = typename std::remove_cvref_t<E>::shape_type;
 template <expression E>
 inline constexpr std::size_t rank_of = shape_of<E>::rank;
+
+// The operand types of a node (an empty tuple for leaves), and the identity of a node object: copies
+// of one node share it; nodes built separately never do (leaves have none: nullptr).
+template <class E>
+concept has_operands = requires(const E& e) { e.args(); };
+template <class E>
+struct operand_types {
+  using type = std::tuple<>;
+};
+template <has_operands E>
+struct operand_types<E> {
+  using type = std::remove_cvref_t<decltype(std::declval<const E&>().args())>;
+};
+template <class E>
+using operands_of = typename operand_types<std::remove_cvref_t<E>>::type;
+template <class E>
+const void* node_identity(const E& e) {
+  if constexpr (has_operands<E>) return e.operands.identity();
+  else return nullptr;
+}
 
 // What a derivative rule returns for an operand that carries no gradient (a mask, a label), and
 // what differentiation yields for a subexpression that does not depend on the variable.

@@ -64,7 +64,8 @@ struct reduction : expression_tag {
   static constexpr std::size_t rank = shape_type::rank;
   static constexpr auto mask = mask_of_bits<shape_of<A>::rank>(AxesBits);
   static constexpr bool keep_dims = KeepDims;
-  std::tuple<A> args;
+  operand_list<A> operands;
+  const std::tuple<A>& args() const { return operands.get(); }
   node_info info;
 };
 

@@ -30,7 +30,7 @@ constexpr bool is_type_determined() {
   else
     return std::is_empty_v<typename E::op_type> && []<class... A>(std::type_identity<std::tuple<A...>>) {
       return (is_type_determined<A>() && ...);
-    }(std::type_identity<std::remove_cvref_t<decltype(std::declval<E>().args)>>{});
+    }(std::type_identity<operands_of<E>>{});
 }
 
 template <class A, class B>

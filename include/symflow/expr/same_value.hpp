@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "node.hpp"
+#include "rewrite.hpp"
 
 namespace symflow {
 
@@ -19,6 +20,9 @@ bool same_op(const Op& a, const Op& b) {
 template <expression E>
 bool same_value(const E& a, const E& b) {
   if (&a == &b) return true;
+  // Copies of one node share their operands; a type-determined node's type fixes its value.
+  if (node_identity(a) != nullptr && node_identity(a) == node_identity(b)) return true;
+  if constexpr (has_operands<E> && is_type_determined<E>()) return true;
   if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
     return true;
   } else if constexpr (E::kind == node_kind::constant) {
@@ -30,8 +34,8 @@ bool same_value(const E& a, const E& b) {
     bool same = true;
     if constexpr (requires { a.op; }) same = same_op(a.op, b.op);
     return same && [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return (same_value(std::get<I>(a.args), std::get<I>(b.args)) && ...);
-    }(std::make_index_sequence<std::tuple_size_v<decltype(a.args)>>{});
+      return (same_value(std::get<I>(a.args()), std::get<I>(b.args())) && ...);
+    }(std::make_index_sequence<std::tuple_size_v<operands_of<decltype(a)>>>{});
   }
 }
 

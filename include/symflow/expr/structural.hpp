@@ -45,7 +45,8 @@ struct view_node : expression_tag {
   using value_type = value_type_of<A>;
   using shape_type = typename Op::template result_shape<shape_of<A>>;
   static constexpr std::size_t rank = shape_type::rank;
-  std::tuple<A> args;
+  operand_list<A> operands;
+  const std::tuple<A>& args() const { return operands.get(); }
   Op op;
   node_info info;
 };
@@ -59,7 +60,8 @@ struct kernel_node : expression_tag {
   using value_type = typename Op::template result_type<value_type_of<Args>...>;
   using shape_type = typename Op::template result_shape<shape_of<Args>...>;
   static constexpr std::size_t rank = shape_type::rank;
-  std::tuple<Args...> args;
+  operand_list<Args...> operands;
+  const std::tuple<Args...>& args() const { return operands.get(); }
   Op op;
   node_info info;
 };

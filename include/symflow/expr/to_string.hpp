@@ -56,7 +56,7 @@ std::string node_string(const E& e) {
     std::string out = std::string(E::op_name) + "(";
     bool first = true;
     std::apply([&](const auto&... a) { ((out += (first ? "" : ", ") + node_string(a), first = false), ...); },
-               e.args);
+               e.args());
     const std::string attrs = detail::attribute_string(e);
     if (!attrs.empty()) out += ", " + attrs;
     return out + ")";

@@ -143,7 +143,7 @@ class graph_lowering {
       return push_node(std::move(n), {});
     } else {
       std::vector<ref> inputs;
-      std::apply([&](const auto&... a) { (inputs.push_back(lower(a)), ...); }, e.args);
+      std::apply([&](const auto&... a) { (inputs.push_back(lower(a)), ...); }, e.args());
       graph_node n{std::string(E::op_name), e.info.scoped_name(E::op_name), {}, {}, graph_type_of<E>(),
                    graph_location_of(e.info)};
       if constexpr (E::kind == node_kind::reduction) {

@@ -36,12 +36,12 @@ struct add_op : same_dtype_result {
       return static_literal<T, (long long)(A::value + B::value)>{};
     else if constexpr (same_value_v<A, B>) return static_literal<T, 2>{} * a;
     else if constexpr (is_mul_v<A> && is_mul_v<B>) {
-      using A0 = std::tuple_element_t<0, decltype(a.args)>;
-      using A1 = std::tuple_element_t<1, decltype(a.args)>;
-      using B0 = std::tuple_element_t<0, decltype(b.args)>;
-      using B1 = std::tuple_element_t<1, decltype(b.args)>;
-      if constexpr (same_value_v<A0, B0>) return std::get<0>(a.args) * (std::get<1>(a.args) + std::get<1>(b.args));
-      else if constexpr (same_value_v<A1, B1>) return (std::get<0>(a.args) + std::get<0>(b.args)) * std::get<1>(a.args);
+      using A0 = std::tuple_element_t<0, operands_of<decltype(a)>>;
+      using A1 = std::tuple_element_t<1, operands_of<decltype(a)>>;
+      using B0 = std::tuple_element_t<0, operands_of<decltype(b)>>;
+      using B1 = std::tuple_element_t<1, operands_of<decltype(b)>>;
+      if constexpr (same_value_v<A0, B0>) return std::get<0>(a.args()) * (std::get<1>(a.args()) + std::get<1>(b.args()));
+      else if constexpr (same_value_v<A1, B1>) return (std::get<0>(a.args()) + std::get<0>(b.args())) * std::get<1>(a.args());
       else return no_rewrite{};
     } else return no_rewrite{};
   }

@@ -58,7 +58,7 @@ struct exp_op : floating_result {
   static auto simplify(const X& x) {
     if constexpr (is_zero_v<X>) return one<value_type_of<X>>{};
     else if constexpr (is_unary_node_v<X, log_op>) {
-      if constexpr (known_nonnegative_v<std::tuple_element_t<0, decltype(x.args)>>) return std::get<0>(x.args);
+      if constexpr (known_nonnegative_v<std::tuple_element_t<0, operands_of<decltype(x)>>>) return std::get<0>(x.args());
       else return no_rewrite{};
     } else return no_rewrite{};
   }

@@ -47,7 +47,7 @@ struct log_op : floating_result {
   template <class X>
   static auto simplify(const X& x) {
     if constexpr (is_one_v<X>) return zero<value_type_of<X>>{};
-    else if constexpr (is_unary_node_v<X, exp_op>) return std::get<0>(x.args);
+    else if constexpr (is_unary_node_v<X, exp_op>) return std::get<0>(x.args());
     else return no_rewrite{};
   }
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.

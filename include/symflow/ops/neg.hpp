@@ -30,7 +30,7 @@ struct neg_op : same_dtype_result {
   static auto simplify(const X& x) {
     if constexpr (is_zero_v<X>) return x;
     else if constexpr (is_static_literal_v<X>) return static_literal<value_type_of<X>, -(long long)X::value>{};
-    else if constexpr (is_unary_node_v<X, neg_op>) return std::get<0>(x.args);
+    else if constexpr (is_unary_node_v<X, neg_op>) return std::get<0>(x.args());
     else return no_rewrite{};
   }
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.

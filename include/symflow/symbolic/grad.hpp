@@ -117,12 +117,12 @@ auto backprop_operands(const E& e, const G& g) {
   constexpr std::bool_constant<Simplify> simplifying{};
   if constexpr (E::kind == node_kind::reduction) {
     constexpr unsigned removed = removed_axes<E>();
-    const auto& x = std::get<0>(e.args);
+    const auto& x = std::get<0>(e.args());
     const auto adjoints = E::op_type::gradient(expanded<removed>(g), expanded<removed>(e), x,
                                                reduced_count<reduced_bits<E>(), value_type_of<E>>(x));
     return backprop<Target, Stops, Simplify>(x, sum_to<shape_of<decltype(x)>>(maybe_simplify(std::get<0>(adjoints), simplifying)));
   } else if constexpr (E::kind == node_kind::view) {
-    const auto& x = std::get<0>(e.args);
+    const auto& x = std::get<0>(e.args());
     return backprop<Target, Stops, Simplify>(x, maybe_simplify(std::get<0>(e.op.gradient(full_shape(g, e), x)), simplifying));
   } else {
     static_assert(E::kind == node_kind::elementwise || E::kind == node_kind::kernel);
@@ -132,11 +132,11 @@ auto backprop_operands(const E& e, const G& g) {
           if constexpr (E::kind == node_kind::kernel) return e.op.gradient(full_shape(g, e), e, a...);
           else return e.op.gradient(g, e, a...);
         },
-        e.args);
+        e.args());
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       auto total = no_gradient{};
       return accumulate_all<Simplify>(total, [&] {
-        const auto& arg = std::get<I>(e.args);
+        const auto& arg = std::get<I>(e.args());
         using A = std::remove_cvref_t<decltype(arg)>;
         if constexpr (depends_on<Target, A>()) {
           if constexpr (E::kind == node_kind::elementwise)
@@ -147,7 +147,7 @@ auto backprop_operands(const E& e, const G& g) {
           return no_gradient{};
         }
       }()...);
-    }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(e.args)>>>{});
+    }(std::make_index_sequence<std::tuple_size_v<operands_of<decltype(e)>>>{});
   }
 }
 
@@ -224,7 +224,7 @@ const X* find_node(const E& e) {
     return &e;
   } else if constexpr (has_operands<E>) {
     const X* found = nullptr;
-    std::apply([&](const auto&... a) { ((found = found ? found : find_node<X>(a)), ...); }, e.args);
+    std::apply([&](const auto&... a) { ((found = found ? found : find_node<X>(a)), ...); }, e.args());
     return found;
   } else {
     return nullptr;

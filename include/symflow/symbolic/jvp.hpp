@@ -21,7 +21,7 @@ auto tangent_of(const E& e, const T& t) {
     return t;
   } else if constexpr (E::kind == node_kind::reduction) {
     using Op = typename E::op_type;
-    const auto& x = std::get<0>(e.args);
+    const auto& x = std::get<0>(e.args());
     const auto tx = tangent_of<Leaf>(x, t);
     if constexpr (is_no_gradient_v<decltype(tx)>) {
       return no_gradient{};
@@ -35,24 +35,24 @@ auto tangent_of(const E& e, const T& t) {
           {}, std::tuple{operand}, {}};
     }
   } else if constexpr (E::kind == node_kind::view) {
-    const auto& x = std::get<0>(e.args);
+    const auto& x = std::get<0>(e.args());
     const auto tx = tangent_of<Leaf>(x, t);
     if constexpr (is_no_gradient_v<decltype(tx)>) return no_gradient{};
     else {
       const auto operand = expand_as(tx, x);  // the view needs the operand's own shape
       return view_node<typename E::op_type, std::remove_cvref_t<decltype(operand)>>{{}, std::tuple{operand}, e.op, {}};
     }
-  } else if constexpr (requires { e.op.tangent(e, tangent_of<Leaf>(std::get<0>(e.args), t)); } ||
+  } else if constexpr (requires { e.op.tangent(e, tangent_of<Leaf>(std::get<0>(e.args()), t)); } ||
                        E::kind == node_kind::kernel ||
                        requires { &E::op_type::template tangent<E>; }) {
-    return std::apply([&](const auto&... a) { return e.op.tangent(e, tangent_of<Leaf>(a, t)..., a...); }, e.args);
+    return std::apply([&](const auto&... a) { return e.op.tangent(e, tangent_of<Leaf>(a, t)..., a...); }, e.args());
   } else {
     static_assert(E::kind == node_kind::elementwise);
     const auto partials = std::apply(
-        [&](const auto&... a) { return e.op.gradient(one<value_type_of<E>>{}, e, a...); }, e.args);
+        [&](const auto&... a) { return e.op.gradient(one<value_type_of<E>>{}, e, a...); }, e.args());
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return accumulate_all(no_gradient{}, [&] {
-        const auto& arg = std::get<I>(e.args);
+        const auto& arg = std::get<I>(e.args());
         const auto& partial = std::get<I>(partials);
         using P = std::remove_cvref_t<decltype(partial)>;
         if constexpr (depends_on<Leaf, std::remove_cvref_t<decltype(arg)>>() && !is_no_gradient_v<P>) {
@@ -63,7 +63,7 @@ auto tangent_of(const E& e, const T& t) {
           return no_gradient{};
         }
       }()...);
-    }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<decltype(e.args)>>>{});
+    }(std::make_index_sequence<std::tuple_size_v<operands_of<decltype(e)>>>{});
   }
 }
 }  // namespace detail

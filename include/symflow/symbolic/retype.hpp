@@ -64,7 +64,7 @@ auto retype(const E& e) {
     if constexpr (is_static_literal_v<E>) return static_literal<V, (long long)E::value>{};
     else return scalar_literal<V>{{}, V(e.value), e.info};
   } else {
-    return std::apply([&](const auto&... a) { return detail::rebuild_retyped<U>(e, retype<U>(a)...); }, e.args);
+    return std::apply([&](const auto&... a) { return detail::rebuild_retyped<U>(e, retype<U>(a)...); }, e.args());
   }
 }
 

@@ -43,19 +43,19 @@ template <class Op, class A, unsigned Bits, bool Keep, class A2>
 auto rebuild(const reduction<Op, A, Bits, Keep>& e, const A2& a) {
   if constexpr (is_zero_v<A2>) return a;
   else {
-    auto operand = keep_shape(std::get<0>(e.args), a);
+    auto operand = keep_shape(std::get<0>(e.args()), a);
     return reduction<Op, decltype(operand), Bits, Keep>{{}, std::tuple{operand}, e.info};
   }
 }
 template <class Op, class A, class A2>
 auto rebuild(const view_node<Op, A>& e, const A2& a) {
-  auto operand = keep_shape(std::get<0>(e.args), a);
+  auto operand = keep_shape(std::get<0>(e.args()), a);
   return view_node<Op, decltype(operand)>{{}, std::tuple{operand}, e.op, e.info};
 }
 template <class Op, class... A, class... A2>
 auto rebuild(const kernel_node<Op, A...>& e, const A2&... a) {
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    auto operands = std::tuple{keep_shape(std::get<I>(e.args), a)...};
+    auto operands = std::tuple{keep_shape(std::get<I>(e.args()), a)...};
     return std::apply(
         [&](const auto&... o) { return kernel_node<Op, std::remove_cvref_t<decltype(o)>...>{{}, std::tuple{o...}, e.op, e.info}; },
         operands);
@@ -71,7 +71,7 @@ auto simplify_tree(const E& e) {
   if constexpr (is_no_gradient_v<E> || !has_operands<E>) {
     return e;
   } else {
-    return std::apply([&](const auto&... a) { return rebuild(e, simplify_tree(a)...); }, e.args);
+    return std::apply([&](const auto&... a) { return rebuild(e, simplify_tree(a)...); }, e.args());
   }
 }
 }  // namespace detail

@@ -8,12 +8,6 @@ namespace symflow {
 
 
 
-// The operand types of a node (an empty tuple for leaves).
-template <expression E>
-using operands_of = std::remove_cvref_t<decltype(std::declval<const E&>().args)>;
-
-template <class E>
-concept has_operands = expression<E> && requires(const E& e) { e.args; };
 
 // Whether the expression E contains the leaf type Leaf.
 template <class Leaf, class E>

@@ -644,7 +644,7 @@ auto make_evaluator(const E& node, Ctx& ctx) {
           using eval_t = elementwise_eval<typename E::op_type, T, R, decltype(make_evaluator(a, ctx))...>;
           return eval_t{{make_evaluator(a, ctx)...}, {}, ref_of(node)};
         },
-        node.args);
+        node.args());
     ev.extents.fill(1);
     std::apply(
         [&](const auto&... c) {
@@ -658,10 +658,10 @@ auto make_evaluator(const E& node, Ctx& ctx) {
         ev.children);
     return ev;
   } else if constexpr (E::kind == node_kind::reduction) {
-    auto operand = make_evaluator(std::get<0>(node.args), ctx);
+    auto operand = make_evaluator(std::get<0>(node.args()), ctx);
     return reduction_eval<E, decltype(operand)>(std::move(operand), node);
   } else if constexpr (E::kind == node_kind::view) {
-    auto operand = make_evaluator(std::get<0>(node.args), ctx);
+    auto operand = make_evaluator(std::get<0>(node.args()), ctx);
     return view_eval<E, decltype(operand)>(std::move(operand), node);
   } else {
     static_assert(E::kind == node_kind::kernel, "symflow::cuda: unknown node kind");
@@ -669,7 +669,7 @@ auto make_evaluator(const E& node, Ctx& ctx) {
         [&](const auto&... a) {
           return kernel_eval<E, decltype(make_evaluator(a, ctx))...>(node, make_evaluator(a, ctx)...);
         },
-        node.args);
+        node.args());
   }
 }
 

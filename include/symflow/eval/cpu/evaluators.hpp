@@ -391,7 +391,7 @@ auto make_evaluator(const E& node, Ctx& ctx) {
           using eval_t = elementwise_eval<typename E::op_type, T, R, decltype(make_evaluator(a, ctx))...>;
           return eval_t{{make_evaluator(a, ctx)...}, node.op, {}};
         },
-        node.args);
+        node.args());
     ev.extents.fill(1);
     std::apply(
         [&](const auto&... c) {
@@ -409,15 +409,15 @@ auto make_evaluator(const E& node, Ctx& ctx) {
     else
       return ev;
   } else if constexpr (E::kind == node_kind::reduction) {
-    auto operand = make_evaluator(std::get<0>(node.args), ctx);
+    auto operand = make_evaluator(std::get<0>(node.args()), ctx);
     return reduction_eval<E, decltype(operand)>(std::move(operand), node);
   } else if constexpr (E::kind == node_kind::view) {
-    auto operand = make_evaluator(std::get<0>(node.args), ctx);
+    auto operand = make_evaluator(std::get<0>(node.args()), ctx);
     return view_eval<E, decltype(operand)>(std::move(operand), node);
   } else {
     static_assert(E::kind == node_kind::kernel);
     return std::apply([&](const auto&... a) { return kernel_eval<E, decltype(make_evaluator(a, ctx))...>(node, make_evaluator(a, ctx)...); },
-                      node.args);
+                      node.args());
   }
 }
 

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "broadcast.hpp"
+#include "diagnostics.hpp"
 #include "leaves.hpp"
 #include "node.hpp"
 
@@ -67,18 +68,22 @@ struct operand_dtypes_accepted_by_op {
   static constexpr bool value = Op::template accepts<Ts...>;  // own member: see broadcast.hpp
 };
 
-// Builds an elementwise node after checking dtypes and static shapes; the first diagnostic names the
-// op and the operand shapes (as template arguments of the failed condition).
+// Builds an elementwise node after checking dtypes and static shapes. A failed check is one error
+// whose first line names the op, the dtypes and the shapes (expr/diagnostics.hpp).
 template <class Op, expression... Args>
 auto make_elementwise(Op op, std::source_location where, const Args&... args) {
-  static_assert(operand_dtypes_accepted_by_op<Op, typename Args::value_type...>::value,
-                "symflow: this op does not accept operands of these dtypes (they must match, and some "
-                "ops need floating point); convert with cast<T>(x)");
-  static_assert(operand_shapes_broadcast_for_op<Op, typename Args::shape_type...>::value,
-                "symflow: operand shapes cannot be broadcast together (op and shapes below)");
-  if constexpr (operand_dtypes_accepted_by_op<Op, typename Args::value_type...>::value &&
-                operand_shapes_broadcast_for_op<Op, typename Args::shape_type...>::value)
+  if constexpr (!operand_dtypes_accepted_by_op<Op, typename Args::value_type...>::value) {
+    constexpr auto message = diag::elementwise_dtype_message<Op, typename Args::value_type...>();
+    (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
+    return invalid_operands_result<typename std::tuple_element_t<0, std::tuple<Args...>>::value_type,
+                                   std::max({Args::rank...})>{};
+  } else if constexpr (!operand_shapes_broadcast_for_op<Op, typename Args::shape_type...>::value) {
+    constexpr auto message = diag::broadcast_message<Op, Args...>();
+    (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
+    return invalid_operands_result<typename elementwise<Op, Args...>::value_type, std::max({Args::rank...})>{};
+  } else {
     return elementwise<Op, Args...>{{}, std::tuple<Args...>(args...), op, capture_node_info(where)};
+  }
 }
 
 // Unary ops: f(x) with a source location.

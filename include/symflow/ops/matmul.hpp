@@ -4,6 +4,7 @@
 #include <Eigen/Core>
 
 #include "../core/tensor.hpp"
+#include "../expr/diagnostics.hpp"
 #include "../expr/leaves.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
@@ -179,11 +180,47 @@ struct matmul_op {
 };
 }  // namespace ops
 
+namespace diag {
+// "matmul: f32[?,784] x f32[100,10]: inner extents 784 and 100 differ"
+template <class A, class B>
+consteval text matmul_message() {
+  using SA = shape_of<A>;
+  using SB = shape_of<B>;
+  text t;
+  t << "matmul: ";
+  append_type<value_type_of<A>, SA>(t) << " x ";
+  append_type<value_type_of<B>, SB>(t) << ": ";
+  if constexpr (!std::is_same_v<value_type_of<A>, value_type_of<B>>) {
+    t << "operand dtypes " << dtype_text<value_type_of<A>>() << " and " << dtype_text<value_type_of<B>>()
+      << " differ; convert with cast<T>(x)";
+  } else if constexpr (!std::is_floating_point_v<value_type_of<A>>) {
+    t << "operands must be floating point; convert with cast<float>(x)";
+  } else if constexpr (!((SA::rank == 2 && SB::rank == 2) || (SA::rank == 3 && (SB::rank == 2 || SB::rank == 3)))) {
+    t << "ranks " << char('0' + SA::rank % 10) << " and " << char('0' + SB::rank % 10)
+      << " do not fit [M,K] x [K,N], [B,M,K] x [B,K,N] or [B,M,K] x [K,N]";
+  } else if constexpr (!ops::matmul_op::inner_ok<SA, SB>()) {
+    t << "inner extents ";
+    t.extent(SA::extents[SA::rank - 1]) << " and ";
+    t.extent(SB::extents[SB::rank - 2]) << " differ";
+  } else {
+    t << "batch extents ";
+    t.extent(SA::extents[0]) << " and ";
+    t.extent(SB::extents[0]) << " differ";
+  }
+  return t;
+}
+}  // namespace diag
+
 template <expression A, expression B>
 auto matmul(const A& a, const B& b, std::source_location where = std::source_location::current()) {
-  static_assert(std::is_same_v<value_type_of<A>, value_type_of<B>> &&
-                    std::is_floating_point_v<value_type_of<A>>,
-                "symflow: matmul needs two floating-point operands of the same dtype");
-  return make_kernel(ops::matmul_op{}, where, a, b);
+  // A failed check is one error whose first line names the dtypes, shapes and the problem.
+  if constexpr (!std::is_same_v<value_type_of<A>, value_type_of<B>> || !std::is_floating_point_v<value_type_of<A>> ||
+                !ops::matmul_op::shapes_ok<shape_of<A>, shape_of<B>>) {
+    constexpr auto message = diag::matmul_message<A, B>();
+    (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
+    return invalid_operands_result<value_type_of<A>, std::max(A::rank, B::rank)>{};
+  } else {
+    return make_kernel(ops::matmul_op{}, where, a, b);
+  }
 }
 }  // namespace symflow

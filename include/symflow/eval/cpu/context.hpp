@@ -8,6 +8,7 @@
 
 #include "../../core/aligned_buffer.hpp"
 #include "../../core/params.hpp"
+#include "../../expr/diagnostics.hpp"
 #include "../../expr/leaves.hpp"
 #include "../../expr/same_value.hpp"
 
@@ -112,22 +113,24 @@ struct rooted_context : eval_context<Sources...> {
   using eval_context<Sources...>::eval_context;
 };
 
-// Conditions of the static_asserts on feeds: their template arguments name the leaf.
-template <class Leaf, bool Found>
-struct every_placeholder_is_fed {
-  static constexpr bool value = Found;  // own member: see expr/broadcast.hpp
-};
-template <class Leaf, bool Found>
-struct every_variable_has_a_value {
-  static constexpr bool value = Found;
-};
-template <class Leaf, class FedType>
-struct fed_dtype_matches_leaf {
-  static constexpr bool value = std::is_same_v<typename Leaf::value_type, FedType>;
-};
-template <class Leaf, std::size_t FedRank>
-struct fed_rank_matches_leaf {
-  static constexpr bool value = Leaf::rank == FedRank;
-};
+// The messages of the compile errors on feeds (named_leaf_evaluator; expr/diagnostics.hpp), e.g.
+// "eval: placeholder x: f32[?,784] is not fed; pass `x = tensor` to eval". (No quotes: g++ escapes
+// them in the printed template argument.)
+enum class feed_problem { not_fed, no_value, wrong_dtype, wrong_rank };
+template <class Leaf, feed_problem Problem, class FedType = void, std::size_t FedRank = 0>
+consteval diag::text feed_message() {
+  diag::text t;
+  t << "eval: " << (Leaf::kind == node_kind::variable ? "variable " : "placeholder ") << Leaf::name.view() << ": ";
+  diag::append_type<typename Leaf::value_type, typename Leaf::shape_type>(t);
+  if constexpr (Problem == feed_problem::not_fed)
+    t << " is not fed; pass `" << Leaf::name.view() << " = tensor` to eval";
+  else if constexpr (Problem == feed_problem::no_value)
+    t << " has no value; pass `" << Leaf::name.view() << " = tensor` or a params store to eval";
+  else if constexpr (Problem == feed_problem::wrong_dtype)
+    t << " is fed a tensor of dtype " << diag::dtype_text<FedType>();
+  else
+    t << " is fed a tensor of rank " << char('0' + FedRank % 10);
+  return t;
+}
 
 }  // namespace symflow::cpu

@@ -345,13 +345,22 @@ auto named_leaf_evaluator(const Leaf& leaf, Ctx& ctx) {
       throw shape_error(describe(leaf) + ": expects " + type_string<Leaf>() + " but was given " +
                         std::string(dtype_name(dtype_v<T>)) + format_extents(e));
   };
-  if constexpr (index != Ctx::npos) {
+  // A leaf that is not fed (or fed the wrong dtype or rank) is one compile error naming it
+  // (feed_message); a dummy evaluator is returned so that nothing else fails after it.
+  constexpr auto dummy = [] { return memory_eval<T, R>(nullptr, extents_t<R>{}, extents_t<R>{}); };
+  if constexpr (Leaf::name == invalid_operands_name) {
+    return dummy();  // reported where it was built
+  } else if constexpr (index != Ctx::npos) {
     using binding = std::remove_cvref_t<std::tuple_element_t<index, decltype(ctx.sources)>>;
-    static_assert(fed_dtype_matches_leaf<Leaf, typename binding::value_type>::value,
-                  "symflow: the value fed to this placeholder or variable has the wrong dtype (leaf below)");
-    static_assert(fed_rank_matches_leaf<Leaf, binding::rank>::value,
-                  "symflow: the value fed to this placeholder or variable has the wrong rank (leaf below)");
-    if constexpr (std::is_same_v<typename binding::value_type, T> && binding::rank == R) {
+    if constexpr (!std::is_same_v<typename binding::value_type, T>) {
+      constexpr auto message = feed_message<Leaf, feed_problem::wrong_dtype, typename binding::value_type>();
+      (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
+      return dummy();
+    } else if constexpr (binding::rank != R) {
+      constexpr auto message = feed_message<Leaf, feed_problem::wrong_rank, void, binding::rank>();
+      (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
+      return dummy();
+    } else {
       const auto& v = std::get<index>(ctx.sources).value;
       check(v.extents());
       return memory_eval<T, R>(v.data(), v.extents(), v.strides());
@@ -365,12 +374,13 @@ auto named_leaf_evaluator(const Leaf& leaf, Ctx& ctx) {
     check(v.extents());
     return memory_eval<T, R>(v.data(), v.extents(), v.strides());
   } else if constexpr (is_variable) {
-    static_assert(every_variable_has_a_value<Leaf, false>::value,
-                  "symflow: a variable has no value: feed it (W = tensor) or pass a params store to eval "
-                  "(variable below)");
+    constexpr auto message = feed_message<Leaf, feed_problem::no_value>();
+    (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
+    return dummy();
   } else {
-    static_assert(every_placeholder_is_fed<Leaf, false>::value,
-                  "symflow: a placeholder is not fed: pass `name = tensor` to eval (placeholder below)");
+    constexpr auto message = feed_message<Leaf, feed_problem::not_fed>();
+    (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
+    return dummy();
   }
 }
 }  // namespace detail

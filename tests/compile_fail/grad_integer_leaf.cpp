@@ -1,6 +1,8 @@
 // grad with respect to an integer placeholder: only floating-point leaves have gradients.
 // expect: static assertion failed: symflow: grad differentiates with respect to floating-point placeholders and variables only
 // expect: differentiable_leaf<symflow::placeholder<symflow::fixed_string<7>\{"labels"\}, int
+// expect-first-line: static assertion failed: symflow: grad differentiates with respect to floating-point placeholders and variables only
+// expect-max-lines: 40
 #include <symflow/symflow.hpp>
 
 int main() {

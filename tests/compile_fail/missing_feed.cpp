@@ -1,6 +1,7 @@
-// Evaluating x * w with w fed but the placeholder x not fed.
-// expect: static assertion failed: symflow: a placeholder is not fed
-// expect: every_placeholder_is_fed<symflow::placeholder<symflow::fixed_string<2>{"x"}, float, symflow::shape<3> >, false>::value.* evaluates to false
+// Evaluating x * w with w fed but the placeholder x not fed: one error, naming x.
+// expect-first-line: error: .*"eval: placeholder x: f32\[3\] is not fed; pass `x = tensor` to eval"
+// expect-max-errors: 1
+// expect-max-lines: 40
 #include <symflow/symflow.hpp>
 
 int main() {

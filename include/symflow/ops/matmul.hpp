@@ -196,8 +196,9 @@ consteval text matmul_message() {
   } else if constexpr (!std::is_floating_point_v<value_type_of<A>>) {
     t << "operands must be floating point; convert with cast<float>(x)";
   } else if constexpr (!((SA::rank == 2 && SB::rank == 2) || (SA::rank == 3 && (SB::rank == 2 || SB::rank == 3)))) {
-    t << "ranks " << char('0' + SA::rank % 10) << " and " << char('0' + SB::rank % 10)
-      << " do not fit [M,K] x [K,N], [B,M,K] x [B,K,N] or [B,M,K] x [K,N]";
+    t << "ranks ";
+    t.extent(SA::rank) << " and ";
+    t.extent(SB::rank) << " do not fit [M,K] x [K,N], [B,M,K] x [B,K,N] or [B,M,K] x [K,N]";
   } else if constexpr (!ops::matmul_op::inner_ok<SA, SB>()) {
     t << "inner extents ";
     t.extent(SA::extents[SA::rank - 1]) << " and ";

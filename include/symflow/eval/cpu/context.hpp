@@ -129,7 +129,8 @@ consteval diag::text feed_message() {
   else if constexpr (Problem == feed_problem::wrong_dtype)
     t << " is fed a tensor of dtype " << diag::dtype_text<FedType>();
   else
-    t << " is fed a tensor of rank " << char('0' + FedRank % 10);
+    t << " is fed a tensor of rank ";
+  if constexpr (Problem == feed_problem::wrong_rank) t.extent(FedRank);
   return t;
 }
 

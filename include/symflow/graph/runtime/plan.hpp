@@ -123,18 +123,29 @@ class fusion_planner {
   // Does value `from` depend on a member of group `gi`? A value in another group waits for
   // everything that group reads, so the search goes through all its members (and so node ids
   // give no bound: an early node's group may hold later ones).
+  // Visited marks are stamps (this search's number) in arrays kept across searches, not sets built
+  // per search: the planner runs this for every operand of every elementwise node.
   bool depends_on_group(std::uint32_t from, int gi) const {
-    std::vector<std::uint32_t> stack{from};
-    std::set<std::uint32_t> seen;
-    std::set<int> expanded;
-    while (!stack.empty()) {
-      const auto v = stack.back();
-      stack.pop_back();
-      if (!is_node(v) || !seen.insert(v).second) continue;
-      if (plan_.group_of[v] == gi) return true;
-      if (plan_.group_of[v] >= 0 && expanded.insert(plan_.group_of[v]).second)
-        for (auto m : plan_.groups[std::size_t(plan_.group_of[v])].members) stack.push_back(m);
-      for (auto i : node(v).inputs) stack.push_back(i);
+    if (++epoch_ == 0) {  // wrapped: old stamps could collide
+      std::fill(seen_.begin(), seen_.end(), 0u);
+      std::fill(expanded_.begin(), expanded_.end(), 0u);
+      epoch_ = 1;
+    }
+    if (seen_.size() < t_.type.size()) seen_.resize(t_.type.size(), 0u);
+    if (expanded_.size() < plan_.groups.size()) expanded_.resize(plan_.groups.size(), 0u);
+    stack_.assign(1, from);
+    while (!stack_.empty()) {
+      const auto v = stack_.back();
+      stack_.pop_back();
+      if (!is_node(v) || seen_[v] == epoch_) continue;
+      seen_[v] = epoch_;
+      const int gv = plan_.group_of[v];
+      if (gv == gi) return true;
+      if (gv >= 0 && expanded_[std::size_t(gv)] != epoch_) {
+        expanded_[std::size_t(gv)] = epoch_;
+        for (auto m : plan_.groups[std::size_t(gv)].members) stack_.push_back(m);
+      }
+      for (auto i : node(v).inputs) stack_.push_back(i);
     }
     return false;
   }
@@ -171,6 +182,9 @@ class fusion_planner {
   const value_types& t_;
   std::size_t first_;
   fusion_plan plan_;
+  mutable std::vector<std::uint32_t> seen_, expanded_;  // depends_on_group's stamps
+  mutable std::vector<std::uint32_t> stack_;
+  mutable std::uint32_t epoch_ = 0;
 };
 }  // namespace runtime_detail
 

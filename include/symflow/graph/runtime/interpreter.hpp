@@ -31,6 +31,7 @@
 #include "op_table.hpp"
 #include "fused_pass.hpp"
 #include "plan.hpp"
+#include "plan_cache.hpp"
 #include "run_options.hpp"
 #include "value.hpp"
 
@@ -88,9 +89,12 @@ class interpreter {
     for (const auto& n : graph_.nodes)
       if (!n.is_literal() && !find_runtime_op(n.op))
         throw graph_error("interpreter: node '" + n.name + "': no runtime form for op '" + n.op + "'");
+    structure_ = std::make_shared<const graph_structure>(graph_);
   }
 
   const graph& source() const noexcept { return graph_; }
+  // The structure its plans are cached under (plan_cache.hpp).
+  const std::shared_ptr<const graph_structure>& structure() const noexcept { return structure_; }
   const interpreter_stats& last_stats() const noexcept { return stats_; }
   // What the last run recorded under options.trace, in evaluation order.
   const value_trace& last_trace() const noexcept { return trace_; }
@@ -139,7 +143,7 @@ class interpreter {
     std::vector<std::optional<elementwise_kernel>> kernels;
     std::vector<int> group_of;  // per value id; -1 outside any group
     std::vector<group> groups;
-    value_types types;
+    std::shared_ptr<const runtime_plan> plan;
     std::vector<std::size_t> uses;  // consumers (units) still to run, plus output references
     interpreter_stats stats;
     value_trace trace;
@@ -220,17 +224,19 @@ class interpreter {
 
     // Extents and dtypes of every node from its operands', checked against the graph's types
     // (plan.hpp, shared with the GPU graph runner).
+    // The plan comes from runtime_plan_cache() when this structure ran with these leaves before.
     void infer_types() {
-      types = value_types(values.size());
+      std::vector<dtype> leaf_types(first_node);
+      std::vector<runtime_extents> leaf_extents(first_node);
       for (std::size_t id = 0; id < first_node; ++id) {
-        types.type[id] = values[id].type;
-        types.extents[id] = values[id].extents;
+        leaf_types[id] = values[id].type;
+        leaf_extents[id] = values[id].extents;
       }
-      infer_node_types(g, types);
+      plan = plan_for(g, self.structure_, std::move(leaf_types), std::move(leaf_extents), self.options_.fuse);
       for (std::size_t id = first_node; id < values.size(); ++id) {
-        values[id].type = types.type[id];
-        values[id].extents = types.extents[id];
-        kernels[id] = types.kernel[id];
+        values[id].type = plan->types.type[id];
+        values[id].extents = plan->types.extents[id];
+        kernels[id] = plan->types.kernel[id];
       }
     }
 
@@ -241,9 +247,8 @@ class interpreter {
 
     // Elementwise nodes of equal extents joined into groups (plan.hpp, shared with the GPU runner).
     void plan_groups() {
-      auto plan = plan_fusion_groups(g, types, self.options_.fuse);
-      group_of = std::move(plan.group_of);
-      groups = std::move(plan.groups);
+      group_of = plan->fusion.group_of;
+      groups = plan->fusion.groups;
     }
 
     // Which values are read from memory by another unit (or are outputs): those are stored.
@@ -483,6 +488,7 @@ class interpreter {
 
   graph graph_;
   interpreter_options options_;
+  std::shared_ptr<const graph_structure> structure_;  // plan_cache.hpp's key
   mutable interpreter_stats stats_;
   mutable value_trace trace_;
   mutable interpreter_profile profile_;

@@ -18,6 +18,7 @@
 #include "../to_graph.hpp"
 #include "../validate.hpp"
 #include "builder.hpp"
+#include "plan_cache.hpp"
 
 namespace symflow {
 
@@ -197,13 +198,8 @@ inline graph_handle fit_adjoint(graph_builder& b, graph_handle c, const graph_ha
   return c;
 }
 
-}  // namespace runtime_detail
-
-// A graph whose outputs are g's outputs followed by the gradient of g's first output (a floating
-// scalar) with respect to each named input or parameter, each shaped like it.
-inline graph differentiate(const graph& g, const std::vector<std::string>& wrt) {
-  using namespace runtime_detail;
-  validate(g, "differentiate");
+// differentiate() without the cache; g is valid.
+inline graph differentiate_uncached(const graph& g, const std::vector<std::string>& wrt) {
   if (g.outputs.empty()) throw graph_error("differentiate: the graph has no outputs");
   graph_builder b(g);
   const std::uint32_t loss = g.outputs[0];
@@ -289,6 +285,65 @@ inline graph differentiate(const graph& g, const std::vector<std::string>& wrt) 
     else outputs.push_back(b.apply(ops::expand_as_op::name, {b.literal(0.0, b.type_of(t).type, true), b.handle(t)}));
   }
   return b.build(outputs);
+}
+
+// The gradient graph's leaves are g's, in g's order, then the rule fragments' constants: so a cached
+// gradient becomes g's by taking g's leaves (their data) in place of the cached ones.
+inline bool gradient_leaves_are_sources(const graph& g, const graph& dg) {
+  if (dg.inputs.size() != g.inputs.size() || dg.parameters.size() != g.parameters.size() ||
+      dg.constants.size() < g.constants.size())
+    return false;
+  for (std::size_t i = 0; i < g.inputs.size(); ++i)
+    if (!plan_cache_detail::same_leaf(g.inputs[i], dg.inputs[i])) return false;
+  for (std::size_t i = 0; i < g.parameters.size(); ++i)
+    if (!plan_cache_detail::same_leaf(g.parameters[i], dg.parameters[i])) return false;
+  for (std::size_t i = 0; i < g.constants.size(); ++i)
+    if (g.constants[i].name != dg.constants[i].name || g.constants[i].type != dg.constants[i].type) return false;
+  return true;
+}
+
+}  // namespace runtime_detail
+
+// Gradient graphs by source structure and wrt list (plan_cache.hpp): the structure decides the
+// gradient graph entirely, the source's data is copied in on a hit.
+struct cached_gradient {
+  graph_structure source;
+  std::vector<std::string> wrt;
+  graph gradient;  // without the source's data (strip_graph_data)
+};
+inline graph_lru_cache<cached_gradient>& gradient_cache() {
+  static graph_lru_cache<cached_gradient>* cache = new graph_lru_cache<cached_gradient>(64);  // never destroyed
+  return *cache;
+}
+
+// A graph whose outputs are g's outputs followed by the gradient of g's first output (a floating
+// scalar) with respect to each named input or parameter, each shaped like it. Differentiating a
+// graph of the same structure again (a loop that rebuilds its graph) takes the result from
+// gradient_cache() and copies g's data into it.
+inline graph differentiate(const graph& g, const std::vector<std::string>& wrt) {
+  using namespace runtime_detail;
+  validate(g, "differentiate");  // the data too, which the cache's key leaves out
+  const std::uint64_t structure = graph_structure_hash(g);
+  plan_cache_detail::hasher h;
+  h.add(structure);
+  for (const auto& w : wrt) h.add(w);
+  const std::uint64_t key = h.value();
+  if (auto hit = gradient_cache().find(key, [&](const cached_gradient& e) {
+        return e.wrt == wrt && e.source.matches(g, structure);
+      })) {
+    graph dg = hit->gradient;
+    dg.inputs = g.inputs;
+    dg.parameters = g.parameters;
+    for (std::size_t i = 0; i < g.constants.size(); ++i) dg.constants[i] = g.constants[i];
+    return dg;
+  }
+  graph dg = differentiate_uncached(g, wrt);
+  if (gradient_leaves_are_sources(g, dg)) {
+    graph kept = strip_graph_data(dg);
+    for (std::size_t i = g.constants.size(); i < dg.constants.size(); ++i) kept.constants[i] = dg.constants[i];  // the rules'
+    gradient_cache().insert(key, std::make_shared<const cached_gradient>(cached_gradient{graph_structure(g), wrt, std::move(kept)}));
+  }
+  return dg;
 }
 
 }  // namespace symflow

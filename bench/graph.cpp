@@ -13,6 +13,18 @@
 //   interpreter_native_into/tile:T - run_into with the fused pass run by generated code
 //                     (interpreter_options::native_passes; compiled before timing starts)
 // plus the memory floors of bench/elementwise: out = a+b+c+d with ordinary and with streaming stores.
+// BM_runtime_grad_and_plan/<model>/<phase>: what a program that builds its graph at run time pays
+// before the first run, phase by phase (issue 15, item 6). Models: mlp (784-256-10, relu,
+// softmax cross-entropy written as one_hot * -log_softmax, as examples/graph_model.hpp) and
+// lngelu8 (8 hidden layers gelu(layer_norm(matmul(h, W) + b) * g + beta), width 256, with the
+// softmax_cross_entropy op); gradients with respect to every parameter; plans for a batch of 256.
+//   build        - the graph_builder calls and build()
+//   differentiate_uncached / differentiate_cached - differentiate() with the gradient cache
+//                  cleared before every call / warm (a training loop's rebuild)
+//   interpreter  - constructing the interpreter (validation, the structure key)
+//   plan_uncached / plan_cached - the interpreter's plan (node types, fusion groups) computed /
+//                  taken from runtime_plan_cache()
+//   rebuild_uncached / rebuild_cached - all of the above, caches cleared / warm
 // Ratios are only meaningful within one run (docs/benchmarks.md, "Graph interpreter").
 #include <benchmark/benchmark.h>
 
@@ -20,7 +32,9 @@
 #include <cstddef>
 #include <random>
 #include <symflow/graph/all.hpp>
+#include <symflow/graph/runtime/grad.hpp>
 #include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/graph/runtime/plan_cache.hpp>
 #include <symflow/symflow.hpp>
 #include <vector>
 
@@ -156,6 +170,123 @@ void read4_write1_streaming(benchmark::State& state) {
   auto& s = data();
   measure(state, [&] { bench::read4_write1_streaming(s.a.data(), s.b.data(), s.c.data(), s.d.data(), s.out.data(), n); });
 }
+
+// --- building a runtime graph's gradient and plan ---------------------------------------------------
+
+graph_handle layer_norm_of(graph_handle x) {
+  auto mu = reduce_value(ops::mean_op{}, x, {-1}, true);
+  auto d = x - mu;
+  auto var = reduce_value(ops::mean_op{}, square(d), {-1}, true);
+  return d * x.builder->apply("rsqrt", {var + 1e-5});
+}
+graph_handle gelu_of(graph_handle x) { return 0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x))); }
+
+// layers = 0: the relu MLP; otherwise that many LN+GELU hidden layers.
+graph runtime_model(int layers) {
+  graph_builder b;
+  auto x = b.input("x", dtype::f32, {-1, 784});
+  auto labels = b.input("labels", dtype::i32, {-1});
+  if (layers == 0) {
+    auto W1 = b.parameter("W1", dtype::f32, {784, 256});
+    auto b1 = b.parameter("b1", dtype::f32, {256});
+    auto W2 = b.parameter("W2", dtype::f32, {256, 10});
+    auto b2 = b.parameter("b2", dtype::f32, {10});
+    auto z = matmul(relu(matmul(x, W1) + b1), W2) + b2;
+    auto per_example = reduce_value(ops::sum_op{}, one_hot(labels, 10) * -log_softmax(z), {1}, false);
+    return b.build({reduce_value(ops::mean_op{}, per_example, {}, false)});
+  }
+  graph_handle h = x;
+  std::int64_t in = 784;
+  for (int l = 0; l < layers; ++l) {
+    const std::string k = std::to_string(l);
+    auto W = b.parameter("W" + k, dtype::f32, {in, 256});
+    auto bias = b.parameter("b" + k, dtype::f32, {256});
+    auto gain = b.parameter("g" + k, dtype::f32, {256});
+    auto beta = b.parameter("beta" + k, dtype::f32, {256});
+    h = gelu_of(layer_norm_of(matmul(h, W) + bias) * gain + beta);
+    in = 256;
+  }
+  auto Wo = b.parameter("Wo", dtype::f32, {in, 10});
+  auto bo = b.parameter("bo", dtype::f32, {10});
+  auto z = matmul(h, Wo) + bo;
+  return b.build({reduce_value(ops::mean_op{}, b.apply("softmax_cross_entropy", {z, labels}), {}, false)});
+}
+
+std::vector<std::string> parameter_names(const graph& g) {
+  std::vector<std::string> out;
+  for (const auto& p : g.parameters) out.push_back(p.name);
+  return out;
+}
+
+// The interpreter's plan for a batch of 256 (what its first run computes before any work).
+std::shared_ptr<const runtime_plan> plan_of(const graph& g, const std::shared_ptr<const graph_structure>& s) {
+  std::vector<dtype> types;
+  std::vector<runtime_extents> extents;
+  auto leaf = [&](const graph_type& t) {
+    types.push_back(t.type);
+    runtime_extents e;
+    for (auto x : t.shape) e.push_back(x < 0 ? 256 : std::size_t(x));
+    extents.push_back(std::move(e));
+  };
+  for (const auto& l : g.inputs) leaf(l.type);
+  for (const auto& l : g.parameters) leaf(l.type);
+  for (const auto& c : g.constants) leaf(c.type);
+  return plan_for(g, s, std::move(types), std::move(extents), true);
+}
+
+void clear_graph_caches() {
+  runtime_plan_cache().clear();
+  gradient_cache().clear();
+}
+
+enum class phase { build, differentiate_uncached, differentiate_cached, interpreter, plan_uncached, plan_cached,
+                   rebuild_uncached, rebuild_cached };
+
+template <phase P>
+void grad_and_plan(benchmark::State& state) {
+  const int layers = int(state.range(0));
+  const graph g = runtime_model(layers);
+  const auto wrt = parameter_names(g);
+  clear_graph_caches();
+  const graph dg = differentiate(g, wrt);
+  const interpreter run(dg);
+  const auto structure = std::make_shared<const graph_structure>(dg);
+  (void)plan_of(dg, structure);
+  for (auto _ : state) {
+    if constexpr (P == phase::build) {
+      benchmark::DoNotOptimize(runtime_model(layers));
+    } else if constexpr (P == phase::differentiate_uncached || P == phase::differentiate_cached) {
+      if (P == phase::differentiate_uncached) gradient_cache().clear();
+      benchmark::DoNotOptimize(differentiate(g, wrt));
+    } else if constexpr (P == phase::interpreter) {
+      benchmark::DoNotOptimize(interpreter(dg));
+    } else if constexpr (P == phase::plan_uncached || P == phase::plan_cached) {
+      if (P == phase::plan_uncached) runtime_plan_cache().clear();
+      benchmark::DoNotOptimize(plan_of(dg, structure));
+    } else {
+      if (P == phase::rebuild_uncached) clear_graph_caches();
+      const graph rebuilt = runtime_model(layers);
+      const interpreter r(differentiate(rebuilt, wrt));
+      benchmark::DoNotOptimize(plan_of(r.source(), r.structure()));
+    }
+  }
+  state.counters["nodes"] = double(g.nodes.size());
+  state.counters["grad_nodes"] = double(dg.nodes.size());
+}
+
+#define SYMFLOW_PLAN_BENCH(p)                                                                   \
+  BENCHMARK(grad_and_plan<phase::p>)                                                            \
+      ->Name("BM_runtime_grad_and_plan/" #p)                                                    \
+      ->ArgName("lngelu_layers")->Arg(0)->Arg(8)                                                \
+      ->Unit(benchmark::kMicrosecond)
+SYMFLOW_PLAN_BENCH(build);
+SYMFLOW_PLAN_BENCH(differentiate_uncached);
+SYMFLOW_PLAN_BENCH(differentiate_cached);
+SYMFLOW_PLAN_BENCH(interpreter);
+SYMFLOW_PLAN_BENCH(plan_uncached);
+SYMFLOW_PLAN_BENCH(plan_cached);
+SYMFLOW_PLAN_BENCH(rebuild_uncached);
+SYMFLOW_PLAN_BENCH(rebuild_cached);
 
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 

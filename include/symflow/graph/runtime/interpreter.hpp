@@ -116,8 +116,7 @@ class interpreter {
     outputs.resize(graph_.outputs.size());
     run_state s(*this, feeds, store);
     s.bind_leaves(feeds, store);
-    s.infer_types();
-    s.plan_groups();
+    s.plan_run();
     s.count_uses();
     s.reusable = &outputs;
     for (auto id : graph_.outputs) s.ensure(id);
@@ -222,33 +221,26 @@ class interpreter {
       }
     }
 
-    // Extents and dtypes of every node from its operands', checked against the graph's types
-    // (plan.hpp, shared with the GPU graph runner).
-    // The plan comes from runtime_plan_cache() when this structure ran with these leaves before.
-    void infer_types() {
+    // Extents and dtypes of every node from its operands', checked against the graph's types, and the
+    // fusion groups (plan.hpp, shared with the GPU graph runner): from runtime_plan_cache() when this
+    // structure ran with these leaf dtypes and extents before (plan_cache.hpp).
+    void plan_run() {
       std::vector<dtype> leaf_types(first_node);
       std::vector<runtime_extents> leaf_extents(first_node);
-      for (std::size_t id = 0; id < first_node; ++id) {
-        leaf_types[id] = values[id].type;
-        leaf_extents[id] = values[id].extents;
-      }
+      for (std::size_t id = 0; id < first_node; ++id) leaf_types[id] = values[id].type, leaf_extents[id] = values[id].extents;
       plan = plan_for(g, self.structure_, std::move(leaf_types), std::move(leaf_extents), self.options_.fuse);
       for (std::size_t id = first_node; id < values.size(); ++id) {
         values[id].type = plan->types.type[id];
         values[id].extents = plan->types.extents[id];
         kernels[id] = plan->types.kernel[id];
       }
+      group_of = plan->fusion.group_of;
+      groups = plan->fusion.groups;
     }
 
     std::vector<bool> reduced_mask(std::uint32_t id) const {
       const auto& n = node(id);
       return reduced_axes_mask(who(id), node_attributes(n), values[n.inputs.at(0)].extents.size());
-    }
-
-    // Elementwise nodes of equal extents joined into groups (plan.hpp, shared with the GPU runner).
-    void plan_groups() {
-      group_of = plan->fusion.group_of;
-      groups = plan->fusion.groups;
     }
 
     // Which values are read from memory by another unit (or are outputs): those are stored.

@@ -4,6 +4,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 namespace mlp_hand {
@@ -137,7 +138,7 @@ Real trainer<Real>::forward(const parameters<Real>& p, const Real* x, const std:
 #pragma omp parallel for schedule(static) reduction(+ : total)
   for (int r = 0; r < B; ++r) {
     Real* lr = probs_.data() + std::size_t(r) * C;
-    Real m = -INFINITY;
+    Real m = std::numeric_limits<Real>::lowest();
     for (int k = 0; k < C; ++k) {
       lr[k] += bo[k];
       m = std::max(m, lr[k]);

@@ -24,6 +24,7 @@ Outputs (--kind):
 Usage: gen_mlp.py N [--kind program|model|header] [-o FILE]
 """
 import argparse
+import os
 import sys
 
 INPUT, WIDTH, CLASSES, BATCH = 784, 256, 10, 256
@@ -188,6 +189,7 @@ def main(argv):
     args = f"{a.layers} --kind {a.kind}"
     text = header(a.layers, args) if a.kind == "header" else program(a.layers, a.kind, args)
     if a.output:
+        os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
         with open(a.output, "w") as f:
             f.write(text)
     else:

@@ -208,7 +208,8 @@ def measure(case, a, workdir, flags):
         row["ran"] = "no (link failed)"
         print(link.stderr[-2000:], file=sys.stderr)
         return row
-    rc, _, _, out, timed_out = run_limited([exe], a.run_timeout, 0, stack_bytes=1 << 20)
+    # 1 MB for the main thread (ulimit -s) and for OpenMP's worker threads (OMP_STACKSIZE).
+    rc, _, _, out, timed_out = run_limited(["env", "OMP_STACKSIZE=1M", exe], a.run_timeout, 0, stack_bytes=1 << 20)
     print(f"[measure] {label}: run with 1 MB stack: rc {rc}: {out.strip()[-300:]}", file=sys.stderr)
     if rc == 0:
         row["ran"] = "yes"
@@ -291,7 +292,7 @@ def main(argv):
               f"at the end), {compiler_version(a.cxx)}.\n"
               f"Flags: `{' '.join([a.opt, '-march=native -std=c++20 -fopenmp -Wall -Wextra'] + a.extra.split())}`, "
               f"one compile at a time, `nice`, timeout {a.timeout:g} s, `ulimit -v` {a.mem_gb:g} GB. "
-              f"Generated programs run one training step (batch 256) under `ulimit -s 1024`.\n"
+              f"Generated programs run one training step (batch 256) under `ulimit -s 1024` and `OMP_STACKSIZE=1M`.\n"
               f"Reproduce: `bench/compile/measure.py {' '.join(cases)} --timeout {a.timeout:g} --mem-gb {a.mem_gb:g}`.")
     section = header + "\n\n" + table(rows)
     print(section)

@@ -286,10 +286,9 @@ def main(argv):
                                 text=True).stdout.strip()
     except OSError:
         commit = "?"
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    load = os.getloadavg()[0]
-    header = (f"Measured {when} on {commit or '?'}: {cpu_model()}, {os.cpu_count()} CPUs (1-min load {load:.2f} "
-              f"at the end), {compiler_version(a.cxx)}.\n"
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    header = (f"Measured {when} on {commit or '?'}: {cpu_model()}, {os.cpu_count()} CPUs, "
+              f"{compiler_version(a.cxx)}.\n"
               f"Flags: `{' '.join([a.opt, '-march=native -std=c++20 -fopenmp -Wall -Wextra'] + a.extra.split())}`, "
               f"one compile at a time, `nice`, timeout {a.timeout:g} s, `ulimit -v` {a.mem_gb:g} GB. "
               f"Generated programs run one training step (batch 256) under `ulimit -s 1024` and `OMP_STACKSIZE=1M`.\n"

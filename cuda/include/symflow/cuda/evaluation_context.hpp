@@ -83,12 +83,25 @@ template <class S>
 inline constexpr bool is_source_v =
     is_device_feed_v<S> || is_host_feed_v<S> || is_host_params_v<S> || is_device_params_v<S> || is_options_v<S>;
 
-// Conditions of the static_asserts on feeds: their template arguments name the leaf.
-// The conditions of the feed static_asserts are the CPU evaluator's (their arguments name the leaf).
-using cpu::every_placeholder_is_fed;
-using cpu::every_variable_has_a_value;
-using cpu::fed_dtype_matches_leaf;
-using cpu::fed_rank_matches_leaf;
+// Conditions of the static_asserts on feeds: their template arguments name the leaf. (The CPU
+// evaluator names the leaf in the message itself, expr/diagnostics.hpp; that spells the message as a
+// class-type template argument, which device compilation is kept clear of.)
+template <class Leaf, bool Found>
+struct every_placeholder_is_fed {
+  static constexpr bool value = Found;
+};
+template <class Leaf, bool Found>
+struct every_variable_has_a_value {
+  static constexpr bool value = Found;
+};
+template <class Leaf, class FedType>
+struct fed_dtype_matches_leaf {
+  static constexpr bool value = std::is_same_v<typename Leaf::value_type, FedType>;
+};
+template <class Leaf, std::size_t FedRank>
+struct fed_rank_matches_leaf {
+  static constexpr bool value = Leaf::rank == FedRank;
+};
 
 // What one evaluation reads (feeds, parameter stores, options) and the device memory it owns for
 // materialised intermediates and uploads, released (stream-ordered) when the evaluation ends.

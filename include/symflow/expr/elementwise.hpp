@@ -82,7 +82,7 @@ auto make_elementwise(Op op, std::source_location where, const Args&... args) {
     (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
     return invalid_operands_result<typename elementwise<Op, Args...>::value_type, std::max({Args::rank...})>{};
   } else {
-    return elementwise<Op, Args...>{{}, std::tuple<Args...>(args...), op, capture_node_info(where)};
+    return elementwise<Op, Args...>{{}, operands_of_values(args...), op, capture_node_info(where)};
   }
 }
 

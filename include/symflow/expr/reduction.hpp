@@ -98,7 +98,7 @@ auto make_reduction(const A& a, axes_t<Axes...>, std::source_location where, Kee
   static_assert(reduction_axes_in_range_for_op<Op, shape_of<A>, Axes...>::value,
                 "symflow: a reduction axis is out of range for the operand's rank (op, shape and axes below)");
   if constexpr (reduction_axes_in_range_for_op<Op, shape_of<A>, Axes...>::value)
-    return reduction<Op, A, reduced_axes_bits<rank_of<A>, Axes...>(), keep>{{}, std::tuple<A>(a),
+    return reduction<Op, A, reduced_axes_bits<rank_of<A>, Axes...>(), keep>{{}, operands_of_values(a),
                                                                          capture_node_info(where)};
 }
 

@@ -77,7 +77,7 @@ auto make_view(Op op, std::source_location where, const A& a) {
   static_assert(operand_shapes_valid_for_op<Op, shape_of<A>>::value,
                 "symflow: the operand's shape does not fit this op (op and shape below)");
   if constexpr (operand_shapes_valid_for_op<Op, shape_of<A>>::value)
-    return view_node<Op, A>{{}, std::tuple<A>(a), op, capture_node_info(where)};
+    return view_node<Op, A>{{}, operands_of_values(a), op, capture_node_info(where)};
 }
 
 template <class Op, expression... Args>
@@ -85,7 +85,7 @@ auto make_kernel(Op op, std::source_location where, const Args&... args) {
   static_assert(operand_shapes_valid_for_op<Op, shape_of<Args>...>::value,
                 "symflow: operand shapes do not fit this op (op and shapes below)");
   if constexpr (operand_shapes_valid_for_op<Op, shape_of<Args>...>::value)
-    return kernel_node<Op, Args...>{{}, std::tuple<Args...>(args...), op, capture_node_info(where)};
+    return kernel_node<Op, Args...>{{}, operands_of_values(args...), op, capture_node_info(where)};
 }
 
 }  // namespace symflow

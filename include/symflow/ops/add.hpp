@@ -49,7 +49,7 @@ struct add_op : same_dtype_result {
   template <class G, class Y, class A, class B>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const A& a,
                        [[maybe_unused]] const B& b) {
-    return std::tuple{g, g};
+    return tuple_of(g, g);
   }
 #endif
 };

@@ -65,9 +65,9 @@ struct cast_op {
   static auto gradient(const G& g, const Y&, const X&) {
     using From = value_type_of<X>;
     if constexpr (std::is_floating_point_v<From> && std::is_floating_point_v<To>)
-      return std::tuple{cast<From>(g)};
+      return tuple_of(cast<From>(g));
     else
-      return std::tuple{no_gradient{}};
+      return tuple_of(no_gradient{});
   }
 #endif
 };

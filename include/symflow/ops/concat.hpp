@@ -134,7 +134,7 @@ struct concat_op {
         for (std::size_t k = 0; k < i; ++k) o += s[k];
         return o;
       };
-      return std::tuple{narrow<Axis>(g, offset(I, sizes), offset(I, sizes) + sizes[I])...};
+      return tuple_of(narrow<Axis>(g, offset(I, sizes), offset(I, sizes) + sizes[I])...);
     }(std::index_sequence_for<In...>{});
   }
 

@@ -356,7 +356,7 @@ struct conv2d_op : conv2d_attributes<Stride, Padding> {
   // dX = conv2d_backprop_input(g, w, like x), dW = conv2d_backprop_filter(x, g, like w).
   template <class G, class Y, class X, class W>
   static auto gradient(const G& g, const Y&, const X& x, const W& w) {
-    return std::tuple{conv2d_backprop_input<Stride, Padding>(g, w, x), conv2d_backprop_filter<Stride, Padding>(x, g, w)};
+    return tuple_of(conv2d_backprop_input<Stride, Padding>(g, w, x), conv2d_backprop_filter<Stride, Padding>(x, g, w));
   }
   // Bilinear: d conv(x, w) = conv(dx, w) + conv(x, dw).
   template <class Y, class TX, class TW, class X, class W>
@@ -430,7 +430,7 @@ struct conv2d_backprop_input_op : conv2d_attributes<Stride, Padding> {
   // <A, bpi(G, W)> = <conv2d(A, W), G>: so dG = conv2d(A, W) and dW = conv2d_backprop_filter(A, G).
   template <class A, class Y, class G, class W, class X>
   static auto gradient(const A& a, const Y&, const G& g, const W& w, const X&) {
-    return std::tuple{conv2d<Stride, Padding>(a, w), conv2d_backprop_filter<Stride, Padding>(a, g, w), no_gradient{}};
+    return tuple_of(conv2d<Stride, Padding>(a, w), conv2d_backprop_filter<Stride, Padding>(a, g, w), no_gradient{});
   }
   template <class Y, class TG, class TW, class TX, class G, class W, class X>
   static auto tangent(const Y&, const TG& tg, const TW& tw, const TX&, const G& g, const W& w, const X& x) {
@@ -494,7 +494,7 @@ struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
   // <A, bpf(X, G)> = <conv2d(X, A), G>: so dX = conv2d_backprop_input(G, A) and dG = conv2d(X, A).
   template <class A, class Y, class X, class G, class W>
   static auto gradient(const A& a, const Y&, const X& x, const G& g, const W&) {
-    return std::tuple{conv2d_backprop_input<Stride, Padding>(g, a, x), conv2d<Stride, Padding>(x, a), no_gradient{}};
+    return tuple_of(conv2d_backprop_input<Stride, Padding>(g, a, x), conv2d<Stride, Padding>(x, a), no_gradient{});
   }
   template <class Y, class TX, class TG, class TW, class X, class G, class W>
   static auto tangent(const Y&, const TX& tx, const TG& tg, const TW&, const X& x, const G& g, const W& w) {

@@ -35,7 +35,7 @@ struct cos_op : floating_result {
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
-    return std::tuple{-(g * sin(x))};
+    return tuple_of(-(g * sin(x)));
   }
 #endif
 };

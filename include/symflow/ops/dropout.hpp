@@ -87,7 +87,7 @@ struct dropout_op {
   // The same mask and scale applied to the adjoint (and to a tangent).
   template <class G, class Y, class X>
   auto gradient(const G& g, const Y&, const X&) const {
-    return std::tuple{dropout(g, rate, seed)};
+    return tuple_of(dropout(g, rate, seed));
   }
   template <class Y, class TX, class X>
   auto tangent(const Y&, const TX& tx, const X&) const {

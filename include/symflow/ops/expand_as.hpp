@@ -33,7 +33,7 @@ struct expand_as_op {
   }
   template <class G, class Y, class A, class B>
   static auto gradient(const G& g, const Y&, const A&, const B&) {
-    return std::tuple{sum_to<shape_of<A>>(g), no_gradient{}};
+    return tuple_of(sum_to<shape_of<A>>(g), no_gradient{});
   }
 #endif
 };

@@ -87,7 +87,7 @@ struct expand_dims_op {
   }
   template <class G, class X>
   static auto gradient(const G& g, const X&) {
-    return std::tuple{reduction<sum_op, G, Bits, false>{{}, std::tuple<G>(g), {}}};
+    return tuple_of(reduction<sum_op, G, Bits, false>{{}, operands_of_values(g), {}});
   }
 };
 }  // namespace ops

@@ -24,7 +24,7 @@ struct greater_op : mask_result {
   template <class G, class Y, class A, class B>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const A& a,
                        [[maybe_unused]] const B& b) {
-    return std::tuple{no_gradient{}, no_gradient{}};
+    return tuple_of(no_gradient{}, no_gradient{});
   }
 #endif
 };

@@ -157,10 +157,10 @@ struct matmul_op {
       constexpr std::size_t K = shape_of<A>::extents[2], N = shape_of<G>::extents[2];
       static_assert(K != dyn && N != dyn,
                     "symflow: the gradient of a [B,M,K]x[K,N] matmul needs static K and N");
-      return std::tuple{matmul(g, transpose(b)),
-                        matmul(transpose(reshape<shape<dyn, K>>(a)), reshape<shape<dyn, N>>(g))};
+      return tuple_of(matmul(g, transpose(b)),
+                        matmul(transpose(reshape<shape<dyn, K>>(a)), reshape<shape<dyn, N>>(g)));
     } else {
-      return std::tuple{matmul(g, transpose(b)), matmul(transpose(a), g)};
+      return tuple_of(matmul(g, transpose(b)), matmul(transpose(a), g));
     }
   }
   template <class T, class Out, class A, class B>

@@ -33,7 +33,7 @@ struct mean_op {
   template <class G, class Y, class X, class Count>
   static auto gradient([[maybe_unused]] const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x,
                        [[maybe_unused]] const Count& count) {
-    return std::tuple{g / count};
+    return tuple_of(g / count);
   }
   // Linear: the tangent of the result is the same reduction of the operand's tangent.
   static constexpr bool linear = true;

@@ -44,7 +44,7 @@ struct min_op {
   template <class G, class Y, class X, class Count>
   static auto gradient([[maybe_unused]] const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x,
                        [[maybe_unused]] const Count& count) {
-    return std::tuple{where(equal(x, y), g, zero<value_type_of<G>>{})};
+    return tuple_of(where(equal(x, y), g, zero<value_type_of<G>>{}));
   }
   // Forward mode: the tangent at the extremum (summed over ties), to be summed over the reduced axes.
   template <class TX, class Y, class X>

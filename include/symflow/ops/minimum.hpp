@@ -36,7 +36,7 @@ struct minimum_op : same_dtype_result {
   template <class G, class Y, class A, class B>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const A& a,
                        [[maybe_unused]] const B& b) {
-    return std::tuple{where(a <= b, g, zero<value_type_of<G>>{}), where(a <= b, zero<value_type_of<G>>{}, g)};
+    return tuple_of(where(a <= b, g, zero<value_type_of<G>>{}), where(a <= b, zero<value_type_of<G>>{}, g));
   }
 #endif
 };

@@ -39,7 +39,7 @@ struct mul_op : same_dtype_result {
   template <class G, class Y, class A, class B>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const A& a,
                        [[maybe_unused]] const B& b) {
-    return std::tuple{g * b, g * a};
+    return tuple_of(g * b, g * a);
   }
 #endif
 };

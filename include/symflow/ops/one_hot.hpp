@@ -88,7 +88,7 @@ struct one_hot_op {
   }
   template <class G, class Y, class L>
   static auto gradient(const G&, const Y&, const L&) {
-    return std::tuple{no_gradient{}};
+    return tuple_of(no_gradient{});
   }
   template <class T, class Out, class Labels>
   static void run_cpu(const Out& out, const Labels& labels) {

@@ -267,7 +267,7 @@ template <std::size_t Window, std::size_t Stride>
 struct max_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::max_pooling> {
   template <class G, class Y, class X>
   static auto gradient(const G& g, const Y&, const X& x) {
-    return std::tuple{max_pool2d_backward<Window, Stride>(g, x)};
+    return tuple_of(max_pool2d_backward<Window, Stride>(g, x));
   }
 };
 
@@ -286,7 +286,7 @@ struct max_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detai
   template <class A, class Y, class G, class X>
   static auto gradient(const A&, const Y&, const G&, const X&) {
     static_assert(pool_detail::always_false<A>, "symflow: second derivatives through max_pool2d are not supported");
-    return std::tuple{no_gradient{}, no_gradient{}};
+    return tuple_of(no_gradient{}, no_gradient{});
   }
   template <class Attrs>
   static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
@@ -306,7 +306,7 @@ template <std::size_t Window, std::size_t Stride>
 struct avg_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::avg_pooling> {
   template <class G, class Y, class X>
   static auto gradient(const G& g, const Y&, const X& x) {
-    return std::tuple{avg_pool2d_backward<Window, Stride>(g, x)};
+    return tuple_of(avg_pool2d_backward<Window, Stride>(g, x));
   }
   template <class Y, class TX, class X>
   static auto tangent(const Y&, const TX& tx, const X&) {
@@ -329,7 +329,7 @@ struct avg_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detai
   // Linear in g: its adjoint is the forward pooling of the incoming adjoint.
   template <class A, class Y, class G, class X>
   static auto gradient(const A& a, const Y&, const G&, const X&) {
-    return std::tuple{avg_pool2d<Window, Stride>(a), no_gradient{}};
+    return tuple_of(avg_pool2d<Window, Stride>(a), no_gradient{});
   }
   template <class Y, class TG, class TX, class G, class X>
   static auto tangent(const Y&, const TG& tg, const TX&, const G&, const X& x) {

@@ -25,7 +25,7 @@ struct pow_op : floating_result {
   template <class G, class Y, class A, class B>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const A& a,
                        [[maybe_unused]] const B& b) {
-    return std::tuple{g * b * pow(a, b - 1), g * y * log(a)};
+    return tuple_of(g * b * pow(a, b - 1), g * y * log(a));
   }
 #endif
 };

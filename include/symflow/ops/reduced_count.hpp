@@ -80,7 +80,7 @@ struct reduced_count_op {
   }
   template <class G, class Y, class X>
   static auto gradient(const G&, const Y&, const X&) {
-    return std::tuple{no_gradient{}};
+    return tuple_of(no_gradient{});
   }
 };
 }  // namespace ops

@@ -28,7 +28,7 @@ struct relu_op : same_dtype_result {
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
-    return std::tuple{where(x > 0, g, zero<value_type_of<G>>{})};
+    return tuple_of(where(x > 0, g, zero<value_type_of<G>>{}));
   }
 #endif
 };

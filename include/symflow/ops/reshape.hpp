@@ -94,7 +94,7 @@ struct reshape_op {
   static auto gradient(const G& g, const X&) {
     static_assert(reshape_op<shape_of<X>>::dyn_count() <= 1,
                   "symflow: the gradient of reshape needs an operand shape with at most one dyn extent");
-    return std::tuple{make_view(reshape_op<shape_of<X>>{}, std::source_location{}, g)};
+    return tuple_of(make_view(reshape_op<shape_of<X>>{}, std::source_location{}, g));
   }
   template <std::size_t R>
   static layout<Target::rank> apply(const layout<R>& in) {

@@ -99,7 +99,7 @@ struct scatter_op {
   }
   template <class G, class Y, class A, class B>
   auto gradient(const G& g, const Y&, const A&, const B&) const {
-    return std::tuple{narrow<Axis>(g, begin, end), no_gradient{}};
+    return tuple_of(narrow<Axis>(g, begin, end), no_gradient{});
   }
 };
 }  // namespace ops

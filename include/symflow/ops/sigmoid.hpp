@@ -33,7 +33,7 @@ struct sigmoid_op : floating_result {
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
-    return std::tuple{g * y * (1 - y)};
+    return tuple_of(g * y * (1 - y));
   }
 #endif
 };

@@ -70,7 +70,7 @@ struct slice_op {
   }
   template <class G, class X>
   auto gradient(const G& g, const X& x) const {
-    return std::tuple{scatter<Axis>(g, x, begin, end)};
+    return tuple_of(scatter<Axis>(g, x, begin, end));
   }
 };
 }  // namespace ops

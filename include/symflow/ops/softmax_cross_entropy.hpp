@@ -131,7 +131,7 @@ struct softmax_cross_entropy_op {
   }
   template <class G, class Y, class L, class Lab>
   static auto gradient(const G& g, const Y&, const L& logits, const Lab& labels) {
-    return std::tuple{softmax_cross_entropy_backward(g, logits, labels), no_gradient{}};
+    return tuple_of(softmax_cross_entropy_backward(g, logits, labels), no_gradient{});
   }
   // d loss[n] = sum_k (softmax - one_hot)[n,k] * dlogits[n,k]
   template <class Y, class TL, class TY, class L, class Lab>
@@ -198,8 +198,8 @@ struct softmax_cross_entropy_backward_op {
     const auto t = one_hot<K, value_type_of<L>>(labels);
     const auto valid = sum(t, axes<-1>);
     const auto pa = p * a;
-    return std::tuple{sum(a * (p - t), axes<-1>) * valid,
-                      expand_dims<2u>(g * valid) * (pa - p * sum(pa, axes<-1>, keepdims)), no_gradient{}};
+    return tuple_of(sum(a * (p - t), axes<-1>) * valid,
+                      expand_dims<2u>(g * valid) * (pa - p * sum(pa, axes<-1>, keepdims)), no_gradient{});
   }
 
   template <class Attrs>

@@ -27,7 +27,7 @@ struct square_op : same_dtype_result {
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
-    return std::tuple{g * 2 * x};
+    return tuple_of(g * 2 * x);
   }
 #endif
 };

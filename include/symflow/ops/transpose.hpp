@@ -68,7 +68,7 @@ struct permute_op {
   }
   template <class G, class X>
   static auto gradient(const G& g, const X&) {
-    return std::tuple{make_view(inverse(), std::source_location{}, g)};
+    return tuple_of(make_view(inverse(), std::source_location{}, g));
   }
   static constexpr auto inverse() {
     return []<std::size_t... I>(std::index_sequence<I...>) {

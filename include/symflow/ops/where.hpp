@@ -31,7 +31,7 @@ struct where_op {
   template <class G, class Y, class M, class A, class B>
   static auto gradient(const G& g, const Y&, const M& mask, const A&, const B&) {
     using T = value_type_of<G>;
-    return std::tuple{no_gradient{}, where(mask, g, zero<T>{}), where(mask, zero<T>{}, g)};
+    return tuple_of(no_gradient{}, where(mask, g, zero<T>{}), where(mask, zero<T>{}, g));
   }
 #endif
 };

@@ -22,7 +22,7 @@ auto sum_to(const G& g) {
     using GS = shape_of<G>;
     if constexpr (GS::rank > Target::rank) {
       constexpr unsigned lead = (1u << (GS::rank - Target::rank)) - 1;
-      return sum_to<Target>(reduction<ops::sum_op, G, lead, false>{{}, std::tuple<G>(g), {}});
+      return sum_to<Target>(reduction<ops::sum_op, G, lead, false>{{}, operands_of_values(g), {}});
     } else {
       constexpr unsigned ones = [] {
         unsigned bits = 0;
@@ -33,7 +33,7 @@ auto sum_to(const G& g) {
         return bits;
       }();
       if constexpr (ones == 0) return g;
-      else return reduction<ops::sum_op, G, ones, true>{{}, std::tuple<G>(g), {}};
+      else return reduction<ops::sum_op, G, ones, true>{{}, operands_of_values(g), {}};
     }
   }
 }

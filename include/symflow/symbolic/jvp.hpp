@@ -32,7 +32,7 @@ auto tangent_of(const E& e, const T& t) {
       }();
       using reduce_op = std::conditional_t<requires { Op::linear; }, Op, ops::sum_op>;
       return reduction<reduce_op, std::remove_cvref_t<decltype(operand)>, reduced_bits<E>(), E::keep_dims>{
-          {}, std::tuple{operand}, {}};
+          {}, tuple_of(operand), {}};
     }
   } else if constexpr (E::kind == node_kind::view) {
     const auto& x = std::get<0>(e.args());
@@ -40,7 +40,7 @@ auto tangent_of(const E& e, const T& t) {
     if constexpr (is_no_gradient_v<decltype(tx)>) return no_gradient{};
     else {
       const auto operand = expand_as(tx, x);  // the view needs the operand's own shape
-      return view_node<typename E::op_type, std::remove_cvref_t<decltype(operand)>>{{}, std::tuple{operand}, e.op, {}};
+      return view_node<typename E::op_type, std::remove_cvref_t<decltype(operand)>>{{}, operands_of_values(operand), e.op, {}};
     }
   } else if constexpr (requires { e.op.tangent(e, tangent_of<Leaf>(std::get<0>(e.args()), t)); } ||
                        E::kind == node_kind::kernel ||

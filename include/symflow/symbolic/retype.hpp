@@ -24,20 +24,20 @@ auto retyped_op(const Op& op) {
 template <class U, class Op, class... A, class... R>
 auto rebuild_retyped(const elementwise<Op, A...>& e, const R&... r) {
   auto op = retyped_op<U>(e.op);
-  return elementwise<decltype(op), R...>{{}, std::tuple<R...>(r...), op, e.info};
+  return elementwise<decltype(op), R...>{{}, operands_of_values(r...), op, e.info};
 }
 template <class U, class Op, class A, unsigned Bits, bool Keep, class R>
 auto rebuild_retyped(const reduction<Op, A, Bits, Keep>& e, const R& r) {
-  return reduction<Op, R, Bits, Keep>{{}, std::tuple<R>(r), e.info};
+  return reduction<Op, R, Bits, Keep>{{}, operands_of_values(r), e.info};
 }
 template <class U, class Op, class A, class R>
 auto rebuild_retyped(const view_node<Op, A>& e, const R& r) {
-  return view_node<Op, R>{{}, std::tuple<R>(r), e.op, e.info};
+  return view_node<Op, R>{{}, operands_of_values(r), e.op, e.info};
 }
 template <class U, class Op, class... A, class... R>
 auto rebuild_retyped(const kernel_node<Op, A...>& e, const R&... r) {
   auto op = retyped_op<U>(e.op);
-  return kernel_node<decltype(op), R...>{{}, std::tuple<R...>(r...), op, e.info};
+  return kernel_node<decltype(op), R...>{{}, operands_of_values(r...), op, e.info};
 }
 }  // namespace detail
 

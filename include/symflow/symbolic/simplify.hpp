@@ -25,9 +25,9 @@ auto build_elementwise(const Op& op, const node_info& info, const A&... a) {
     if constexpr (!std::is_same_v<decltype(rewritten), no_rewrite>)
       return simplify(rewritten);
     else
-      return elementwise<Op, A...>{{}, std::tuple<A...>(a...), op, info};
+      return elementwise<Op, A...>{{}, operands_of_values(a...), op, info};
   } else {
-    return elementwise<Op, A...>{{}, std::tuple<A...>(a...), op, info};
+    return elementwise<Op, A...>{{}, operands_of_values(a...), op, info};
   }
 }
 
@@ -44,20 +44,20 @@ auto rebuild(const reduction<Op, A, Bits, Keep>& e, const A2& a) {
   if constexpr (is_zero_v<A2>) return a;
   else {
     auto operand = keep_shape(std::get<0>(e.args()), a);
-    return reduction<Op, decltype(operand), Bits, Keep>{{}, std::tuple{operand}, e.info};
+    return reduction<Op, decltype(operand), Bits, Keep>{{}, operands_of_values(operand), e.info};
   }
 }
 template <class Op, class A, class A2>
 auto rebuild(const view_node<Op, A>& e, const A2& a) {
   auto operand = keep_shape(std::get<0>(e.args()), a);
-  return view_node<Op, decltype(operand)>{{}, std::tuple{operand}, e.op, e.info};
+  return view_node<Op, decltype(operand)>{{}, operands_of_values(operand), e.op, e.info};
 }
 template <class Op, class... A, class... A2>
 auto rebuild(const kernel_node<Op, A...>& e, const A2&... a) {
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    auto operands = std::tuple{keep_shape(std::get<I>(e.args()), a)...};
+    auto operands = tuple_of(keep_shape(std::get<I>(e.args()), a)...);
     return std::apply(
-        [&](const auto&... o) { return kernel_node<Op, std::remove_cvref_t<decltype(o)>...>{{}, std::tuple{o...}, e.op, e.info}; },
+        [&](const auto&... o) { return kernel_node<Op, std::remove_cvref_t<decltype(o)>...>{{}, operands_of_values(o...), e.op, e.info}; },
         operands);
   }(std::index_sequence_for<A...>{});
 }

@@ -21,6 +21,7 @@ enum class node_kind {
   reduction,    // sum/mean/max/min over axes: fuses with its operand's elementwise work
   view,         // a new layout (extents, strides, offset) over its operand's memory: no arithmetic
   kernel,       // materialises its result with its own kernel (matmul, concat, one_hot)
+  accumulation, // the sum of a run-time number of terms of one type (a node's adjoint, summed over its users)
 };
 
 // Base of every expression node; an empty tag so nodes stay aggregates of their data.

@@ -22,15 +22,24 @@ inline constexpr bool is_one_v<static_literal<T, 1>> = true;
 // True when every value in the expression is fixed by its type (no runtime literal, constant or
 // op attribute), so two such expressions of the same type are the same value: x + x -> 2x is then
 // decidable at compile time.
+namespace detail {
+// A class template, so that the answer is computed once per node type (see symbolic/traits.hpp).
+template <class E, class Operands = operands_of<E>>
+struct type_determined;
+template <class E, class... A>
+struct type_determined<E, std::tuple<A...>> {
+  static constexpr bool value = [] {
+    if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) return true;
+    else if constexpr (E::kind == node_kind::constant) return false;
+    else if constexpr (E::kind == node_kind::literal) return is_static_literal_v<E>;
+    else if constexpr (E::kind == node_kind::accumulation) return false;  // its terms are counted at run time
+    else return std::is_empty_v<typename E::op_type> && (type_determined<A>::value && ...);
+  }();
+};
+}  // namespace detail
 template <class E>
 constexpr bool is_type_determined() {
-  if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) return true;
-  else if constexpr (E::kind == node_kind::constant) return false;
-  else if constexpr (E::kind == node_kind::literal) return is_static_literal_v<E>;
-  else
-    return std::is_empty_v<typename E::op_type> && []<class... A>(std::type_identity<std::tuple<A...>>) {
-      return (is_type_determined<A>() && ...);
-    }(std::type_identity<operands_of<E>>{});
+  return detail::type_determined<E>::value;
 }
 
 template <class A, class B>

@@ -141,6 +141,17 @@ class graph_lowering {
                    {{"value", literal_attribute(e.value)}, {"static", is_static_literal_v<E>}},
                    {}, graph_type_of<E>(), graph_location_of(e.info)};
       return push_node(std::move(n), {});
+    } else if constexpr (E::kind == node_kind::elementwise && requires { E::op_type::materialises; }) {
+      return lower(std::get<0>(e.args()));  // in a graph every value is stored once anyway
+    } else if constexpr (E::kind == node_kind::accumulation) {
+      // A chain of adds over the terms; no terms is the scalar 0, which broadcasts where it is added.
+      if (e.items().empty()) return lower(zero<value_type_of<E>>{});
+      ref sum = lower(e.items().front());
+      for (std::size_t i = 1; i < e.items().size(); ++i) {
+        graph_node n{"add", e.info.scoped_name("add"), {}, {}, graph_type_of<E>(), graph_location_of(e.info)};
+        sum = push_node(std::move(n), {sum, lower(e.items()[i])});
+      }
+      return sum;
     } else {
       std::vector<ref> inputs;
       std::apply([&](const auto&... a) { (inputs.push_back(lower(a)), ...); }, e.args());

@@ -3,12 +3,14 @@
 #include <tuple>
 #include <utility>
 
+#include "../../expr/accumulation.hpp"
 #include "../../expr/broadcast.hpp"
 #include "../../expr/elementwise.hpp"
 #include "../../expr/reduction.hpp"
 #include "../../expr/rewrite.hpp"
 #include "../../symbolic/traits.hpp"
 #include "../../expr/structural.hpp"
+#include "../../ops/add.hpp"
 #include "context.hpp"
 #include "fused_loop.hpp"
 #include "leaf_eval.hpp"
@@ -332,6 +334,106 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
   }
 };
 
+// Values computed once per evaluation and read by every user as a leaf: held nodes (ops with
+// `materialises`) and accumulations. They are computed when their evaluator is built, in a function
+// of their own, so a user's evaluator holds a pointer to memory, not the evaluator tree below it:
+// evaluator objects and the code that runs them stay the size of one node's loop.
+template <class T, std::size_t R>
+memory_eval<T, R> as_memory(const materialised_value& m) {
+  extents_t<R> e{}, s{};
+  for (std::size_t i = 0; i < R; ++i) {
+    e[i] = m.extents[i];
+    s[i] = m.strides[i];
+  }
+  return memory_eval<T, R>(static_cast<const T*>(m.data), e, s);
+}
+template <class T, std::size_t R, class Node, class Ctx>
+memory_eval<T, R> remember_buffer(const Node& node, Ctx& ctx, const T* data, const extents_t<R>& extents) {
+  materialised_value m;
+  m.data = data;
+  m.rank = R;
+  const auto strides = row_major_strides<R>(extents);
+  for (std::size_t i = 0; i < R; ++i) {
+    m.extents[i] = extents[i];
+    m.strides[i] = strides[i];
+  }
+  ctx.remember(node, m);
+  return memory_eval<T, R>(data, extents, strides);
+}
+
+// `node` is what the value is remembered by; `value` what is computed (the node itself, or the
+// operand of a hold node).
+template <class Node, class Value, class Ctx>
+[[gnu::noinline]] memory_eval<typename Node::value_type, Node::rank> evaluate_once(const Node& node, const Value& value,
+                                                                                   Ctx& ctx) {
+  using T = typename Node::value_type;
+  constexpr std::size_t R = Node::rank;
+  if (const materialised_value* m = ctx.find_materialised(node)) {
+    ++counters().reused;
+    return as_memory<T, R>(*m);
+  }
+  auto inner = make_evaluator(value, ctx);
+  static_assert(decltype(inner)::rank == R);
+  T* out = ctx.template allocate<T>(element_count<R>(inner.extents));
+  inner.prepare(ctx);
+  run_map<T>(inner, frame::of<R>(inner.extents), out);
+  ++counters().fused_passes;
+  return remember_buffer<T, R>(node, ctx, out, inner.extents);
+}
+
+template <class Node, class Ctx>
+[[gnu::noinline]] memory_eval<typename Node::value_type, Node::rank> evaluate_accumulation(const Node& node, Ctx& ctx) {
+  using T = typename Node::value_type;
+  constexpr std::size_t R = Node::rank;
+  if (const materialised_value* m = ctx.find_materialised(node)) {
+    ++counters().reused;
+    return as_memory<T, R>(*m);
+  }
+  using term_eval = decltype(make_evaluator(std::declval<const typename Node::term_type&>(), ctx));
+  std::vector<term_eval> terms;
+  terms.reserve(node.items().size());
+  extents_t<R> extents{};
+  extents.fill(1);
+  for (const auto& t : node.items()) {
+    terms.push_back(make_evaluator(t, ctx));
+    if (!broadcast_into<R>(extents, terms.back().extents))
+      throw shape_error("add_n: the terms of an adjoint do not broadcast to one shape: " + format_extents(extents) +
+                        " and " + format_extents(terms.back().extents));
+  }
+  const std::size_t n = element_count<R>(extents);
+  T* out = ctx.template allocate<T>(n);
+  const frame f = frame::of<R>(extents);
+  if (terms.empty()) std::fill(out, out + n, T(0));
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    terms[k].prepare(ctx);
+    if (k == 0 && terms[k].extents == extents) {
+      run_map<T>(terms[k], f, out);
+    } else {
+      if (k == 0) std::fill(out, out + n, T(0));
+      // out += term, element by element in place (each element is read before it is written).
+      using sum_eval = elementwise_eval<ops::add_op, T, R, memory_eval<T, R>, term_eval>;
+      sum_eval sum{{memory_eval<T, R>(out, extents, row_major_strides<R>(extents)), std::move(terms[k])}, {}, extents};
+      run_map<T>(sum, f, out);
+    }
+    ++counters().fused_passes;
+  }
+  return remember_buffer<T, R>(node, ctx, out, extents);
+}
+
+// An elementwise operand whose expression tree exceeds this many nodes is computed in a pass of its
+// own (once per evaluation, found again by identity) instead of inside its user's loop. A model's
+// shared subexpressions make trees exponentially larger than the model; fusing them would make the
+// loop's code, and its evaluator object, grow with the tree.
+inline constexpr std::size_t fusion_limit = 48;
+
+template <expression A, class Ctx>
+auto make_operand_evaluator(const A& a, Ctx& ctx) {
+  if constexpr (A::kind == node_kind::elementwise && tree_size_up_to<A, fusion_limit + 1>() > fusion_limit)
+    return evaluate_once(a, a, ctx);
+  else
+    return make_evaluator(a, ctx);
+}
+
 namespace detail {
 template <class Leaf, class Ctx>
 auto named_leaf_evaluator(const Leaf& leaf, Ctx& ctx) {
@@ -395,11 +497,15 @@ auto make_evaluator(const E& node, Ctx& ctx) {
     return memory_eval<T, R>(node.value->data(), node.value->extents(), node.value->strides());
   } else if constexpr (E::kind == node_kind::literal) {
     return literal_eval<T>{{node.value}};
+  } else if constexpr (E::kind == node_kind::elementwise && requires { E::op_type::materialises; }) {
+    return evaluate_once(node, std::get<0>(node.args()), ctx);
+  } else if constexpr (E::kind == node_kind::accumulation) {
+    return evaluate_accumulation(node, ctx);
   } else if constexpr (E::kind == node_kind::elementwise) {
     auto ev = std::apply(
         [&](const auto&... a) {
-          using eval_t = elementwise_eval<typename E::op_type, T, R, decltype(make_evaluator(a, ctx))...>;
-          return eval_t{{make_evaluator(a, ctx)...}, node.op, {}};
+          using eval_t = elementwise_eval<typename E::op_type, T, R, decltype(make_operand_evaluator(a, ctx))...>;
+          return eval_t{{make_operand_evaluator(a, ctx)...}, node.op, {}};
         },
         node.args());
     ev.extents.fill(1);
@@ -419,14 +525,14 @@ auto make_evaluator(const E& node, Ctx& ctx) {
     else
       return ev;
   } else if constexpr (E::kind == node_kind::reduction) {
-    auto operand = make_evaluator(std::get<0>(node.args()), ctx);
+    auto operand = make_operand_evaluator(std::get<0>(node.args()), ctx);
     return reduction_eval<E, decltype(operand)>(std::move(operand), node);
   } else if constexpr (E::kind == node_kind::view) {
-    auto operand = make_evaluator(std::get<0>(node.args()), ctx);
+    auto operand = make_operand_evaluator(std::get<0>(node.args()), ctx);
     return view_eval<E, decltype(operand)>(std::move(operand), node);
   } else {
     static_assert(E::kind == node_kind::kernel);
-    return std::apply([&](const auto&... a) { return kernel_eval<E, decltype(make_evaluator(a, ctx))...>(node, make_evaluator(a, ctx)...); },
+    return std::apply([&](const auto&... a) { return kernel_eval<E, decltype(make_operand_evaluator(a, ctx))...>(node, make_operand_evaluator(a, ctx)...); },
                       node.args());
   }
 }

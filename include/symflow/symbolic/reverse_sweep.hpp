@@ -1,0 +1,263 @@
+#pragma once
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../expr/accumulation.hpp"
+#include "../ops/hold.hpp"
+#include "grad.hpp"
+
+namespace symflow {
+namespace detail::sweep {
+
+// Reverse mode over the model as a graph of node objects. The forward expression's type lists each
+// node type once (post_order); the run-time walk finds the node objects (a node type may have
+// several objects: `0.5f * u` and `0.7f * u`). Every object gets one adjoint, the sum of what its
+// users send back; each user sends, per operand, its op's derivative rule applied to held values
+// (its adjoint, its own value, its operands: ops::hold_op), so a term is a small expression over
+// stored values. Types grow with the number of node types and edges, not with paths.
+
+template <class... T, class... U>
+constexpr auto operator+(type_list<T...>, type_list<U...>) {
+  return type_list<T..., U...>{};
+}
+
+template <class X, class List>
+struct index_in;
+template <class X, class... T>
+struct index_in<X, type_list<T...>> {
+  static constexpr std::size_t value = [] {
+    constexpr bool same[] = {std::is_same_v<X, T>..., false};
+    std::size_t i = 0;
+    while (i < sizeof...(T) && !same[i]) ++i;
+    return i;
+  }();
+};
+
+template <class Loss, class... Leaves>
+struct spec {
+  using loss_type = Loss;
+  using nodes = typename post_order<type_list<>, Loss>::type;
+  // Node types whose adjoint matters: those that depend on a leaf differentiated for.
+  template <class E>
+  static constexpr bool relevant = std::is_floating_point_v<value_type_of<E>> && in_list<E, nodes> &&
+                                   (depends_on<Leaves, E>() || ...);
+};
+
+// What user c sends back to each operand, given its held adjoint g: a tuple with one entry per
+// operand, no_gradient where none flows, summed over the axes along which the operand broadcast.
+// (Helper functions, not lambdas: g++ 12 fails on generic lambdas in the decltype that names a
+// term's type.)
+template <class C, class Adjoints, std::size_t I>
+auto shaped_term(const Adjoints& adjoints) {
+  using A = std::remove_cvref_t<std::tuple_element_t<I, operands_of<C>>>;
+  using Term = std::remove_cvref_t<std::tuple_element_t<I, Adjoints>>;
+  if constexpr (is_no_gradient_v<Term>) return no_gradient{};
+  else if constexpr (C::kind == node_kind::elementwise) return sum_to<shape_of<A>>(std::get<I>(adjoints));
+  else return std::get<I>(adjoints);
+}
+template <class C, class G, class Y, std::size_t... I>
+auto operand_rule(const C& c, const G& g, const Y& y, std::index_sequence<I...>) {
+  if constexpr (C::kind == node_kind::kernel) {
+    const auto adjoints = c.op.gradient(full_shape(g, y), y, hold(std::get<I>(c.args()))...);
+    return tuple_of(shaped_term<C, std::remove_cvref_t<decltype(adjoints)>, I>(adjoints)...);
+  } else {
+    const auto adjoints = c.op.gradient(g, y, hold(std::get<I>(c.args()))...);
+    return tuple_of(shaped_term<C, std::remove_cvref_t<decltype(adjoints)>, I>(adjoints)...);
+  }
+}
+template <class C, class G>
+auto local_rule(const C& c, const G& g) {
+  const auto y = hold(c);
+  if constexpr (C::kind == node_kind::reduction) {
+    constexpr unsigned removed = removed_axes<C>();
+    const auto x = hold(std::get<0>(c.args()));
+    const auto adjoints = C::op_type::gradient(expanded<removed>(g), expanded<removed>(y), x,
+                                               reduced_count<reduced_bits<C>(), value_type_of<C>>(x));
+    return tuple_of(sum_to<shape_of<std::tuple_element_t<0, operands_of<C>>>>(std::get<0>(adjoints)));
+  } else if constexpr (C::kind == node_kind::view) {
+    const auto x = hold(std::get<0>(c.args()));
+    return c.op.gradient(full_shape(g, y), x);
+  } else {
+    static_assert(C::kind == node_kind::elementwise || C::kind == node_kind::kernel);
+    return operand_rule(c, g, y, std::make_index_sequence<std::tuple_size_v<operands_of<C>>>{});
+  }
+}
+
+template <class S, class T>
+struct adjoint_of;
+
+template <class E>
+using held_t = decltype(hold(std::declval<const E&>()));
+
+template <class S, class C, std::size_t I>
+using term_of = std::remove_cvref_t<std::tuple_element_t<
+    I, decltype(local_rule(std::declval<const C&>(), std::declval<const held_t<typename adjoint_of<S, C>::type>&>()))>>;
+
+template <class C, std::size_t I>
+struct edge {
+  using user = C;
+  static constexpr std::size_t operand = I;
+};
+
+// The edges (user type, operand index) along which adjoints reach nodes of type T.
+template <class S, class T, class C, std::size_t I>
+constexpr auto edge_if() {
+  if constexpr (!std::is_same_v<std::tuple_element_t<I, operands_of<C>>, T>) return type_list<>{};
+  else if constexpr (is_no_gradient_v<term_of<S, C, I>>) return type_list<>{};
+  else return type_list<edge<C, I>>{};
+}
+template <class S, class T, class C>
+constexpr auto edges_from() {
+  if constexpr (!has_operands<C> || !S::template relevant<C>) return type_list<>{};
+  else
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (type_list<>{} + ... + edge_if<S, T, C, I>());
+    }(std::make_index_sequence<std::tuple_size_v<operands_of<C>>>{});
+}
+template <class S, class T, class Nodes>
+struct edges_into;
+template <class S, class T, class... C>
+struct edges_into<S, T, type_list<C...>> {
+  using type = decltype((type_list<>{} + ... + edges_from<S, T, C>()));
+};
+template <class S, class T>
+using edges_into_t = typename edges_into<S, T, typename S::nodes>::type;
+
+// The terms waiting to be summed into one object's adjoint, one list per incoming edge type.
+template <class S, class Edges>
+struct pending_terms;
+template <class S, class... E>
+struct pending_terms<S, type_list<E...>> {
+  using type = std::tuple<std::vector<term_of<S, typename E::user, E::operand>>...>;
+};
+template <class S, class T>
+using pending_t = typename pending_terms<S, edges_into_t<S, T>>::type;
+
+template <class... V>
+auto sum_pending(const std::tuple<V...>& pending) {
+  if constexpr (sizeof...(V) == 0) {
+    return no_gradient{};
+  } else {
+    return std::apply(
+        [](const auto&... lists) {
+          return [](const auto& first, const auto&... rest) {
+            if constexpr (sizeof...(rest) == 0) return first;
+            else return (first + ... + rest);
+          }(accumulate_terms(lists)...);
+        },
+        pending);
+  }
+}
+
+template <class S, class T>
+struct adjoint_of {
+  using type = std::conditional_t<std::is_same_v<T, typename S::loss_type>, one<value_type_of<T>>,
+                                  decltype(sum_pending(std::declval<const pending_t<S, T>&>()))>;
+};
+
+template <class S, class Nodes>
+struct tables;
+template <class S, class... T>
+struct tables<S, type_list<T...>> {
+  std::tuple<std::vector<T>...> objects;
+  std::tuple<std::conditional_t<true, std::unordered_map<const void*, std::size_t>, T>...> index;
+  std::tuple<std::vector<pending_t<S, T>>...> pending;
+};
+
+template <class S>
+struct sweep {
+  using nodes = typename S::nodes;
+  tables<S, nodes> t;
+
+  template <class E>
+  static constexpr std::size_t slot = index_in<E, nodes>::value;
+
+  // The node objects, each once (copies of one node share its identity).
+  template <class E>
+  void collect(const E& e) {
+    if constexpr (S::template relevant<E>) {
+      constexpr std::size_t k = slot<E>;
+      auto& index = std::get<k>(t.index);
+      const void* id = node_identity(e);
+      if (index.contains(id)) return;
+      if constexpr (has_operands<E>) std::apply([&](const auto&... a) { (collect(a), ...); }, e.args());
+      index.emplace(id, std::get<k>(t.objects).size());
+      std::get<k>(t.objects).push_back(e);
+      std::get<k>(t.pending).emplace_back();
+    }
+  }
+
+  // Users before their operands: reverse post-order. Each object's adjoint is complete when it
+  // is reached, and its rule sends one term to each operand that carries a gradient.
+  template <std::size_t K>
+  void send_from() {
+    using C = typename std::tuple_element_t<K, decltype(t.objects)>::value_type;
+    if constexpr (has_operands<C> && S::template relevant<C>) {
+      auto& objects = std::get<K>(t.objects);
+      for (std::size_t n = 0; n < objects.size(); ++n) {
+        const C& c = objects[n];
+        const auto adjoint = [&] {
+          if constexpr (std::is_same_v<C, typename S::loss_type>) return one<value_type_of<C>>{};
+          else return sum_pending(std::get<K>(t.pending)[n]);
+        }();
+        if constexpr (!is_no_gradient_v<decltype(adjoint)>) {
+          const auto terms = local_rule(c, hold(adjoint));
+          [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (send<C, I>(std::get<I>(c.args()), std::get<I>(terms)), ...);
+          }(std::make_index_sequence<std::tuple_size_v<operands_of<C>>>{});
+        }
+      }
+    }
+    if constexpr (K > 0) send_from<K - 1>();
+  }
+
+  template <class C, std::size_t I, class A, class Term>
+  void send(const A& operand, const Term& term) {
+    if constexpr (!is_no_gradient_v<Term> && S::template relevant<A>) {
+      constexpr std::size_t k = slot<A>;
+      constexpr std::size_t e = index_in<edge<C, I>, edges_into_t<S, A>>::value;
+      const std::size_t n = std::get<k>(t.index).at(node_identity(operand));
+      std::get<e>(std::get<k>(t.pending)[n]).push_back(term);
+    }
+  }
+
+  // The adjoint of a leaf, shaped like it (zeros when the loss does not depend on it).
+  template <class Leaf>
+  auto leaf_gradient(const Leaf& leaf) {
+    using T = value_type_of<Leaf>;
+    if constexpr (!S::template relevant<Leaf>) {
+      return expand_as(zero<T>{}, leaf);
+    } else {
+      constexpr std::size_t k = slot<Leaf>;
+      auto g = sum_pending(std::get<k>(t.pending).at(0));
+      if constexpr (is_no_gradient_v<decltype(g)>) return expand_as(zero<T>{}, leaf);
+      else if constexpr (!std::is_same_v<shape_of<decltype(g)>, shape_of<Leaf>>) return expand_as(g, leaf);
+      else return g;
+    }
+  }
+};
+
+}  // namespace detail::sweep
+
+// The gradients of a scalar loss with respect to the given leaves, by one reverse sweep over the
+// model's node objects: each node's adjoint is built once and summed over its users, so the
+// gradient grows linearly with the model.
+template <expression E, expression... Leaves>
+auto grad_sweep(const E& loss, const Leaves&... leaves) {
+  static_assert(detail::differentiated_expression_is_scalar<E>::value,
+                "symflow: grad differentiates a scalar (rank-0) expression; reduce it first, e.g. sum(e)");
+  static_assert((detail::differentiable_leaf<Leaves>::value && ...),
+                "symflow: grad differentiates with respect to floating-point placeholders and variables only");
+  using S = detail::sweep::spec<E, Leaves...>;
+  detail::sweep::sweep<S> s;
+  s.collect(loss);
+  s.template send_from<std::tuple_size_v<decltype(s.t.objects)> - 1>();
+  if constexpr (sizeof...(Leaves) == 1) return s.leaf_gradient(leaves...);
+  else return tuple_of(s.leaf_gradient(leaves)...);
+}
+
+}  // namespace symflow

@@ -1,5 +1,4 @@
 #pragma once
-#include <source_location>
 #include <tuple>
 #include <type_traits>
 
@@ -71,7 +70,7 @@ struct operand_dtypes_accepted_by_op {
 // Builds an elementwise node after checking dtypes and static shapes. A failed check is one error
 // whose first line names the op, the dtypes and the shapes (expr/diagnostics.hpp).
 template <class Op, expression... Args>
-auto make_elementwise(Op op, std::source_location where, const Args&... args) {
+auto make_elementwise(Op op, source_site where, const Args&... args) {
   if constexpr (!operand_dtypes_accepted_by_op<Op, typename Args::value_type...>::value) {
     constexpr auto message = diag::elementwise_dtype_message<Op, typename Args::value_type...>();
     (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
@@ -88,14 +87,14 @@ auto make_elementwise(Op op, std::source_location where, const Args&... args) {
 
 // Unary ops: f(x) with a source location.
 template <class Op, class X>
-auto make_unary(const X& x, std::source_location where, Op op = {}) {
+auto make_unary(const X& x, source_site where, Op op = {}) {
   static_assert(expression<X>, "symflow: this op takes an expression");
   return make_elementwise(op, where, x);
 }
 
 // Binary ops: either side may be an arithmetic scalar, which takes the other side's dtype.
 template <class Op, class A, class B>
-auto make_binary(const A& a, const B& b, std::source_location where = {}, Op op = {}) {
+auto make_binary(const A& a, const B& b, source_site where = {}, Op op = {}) {
   static_assert(expression<A> || expression<B>, "symflow: at least one operand must be an expression");
   if constexpr (expression<A>) {
     return make_elementwise(op, where, a, as_expression<value_type_of<A>>(b));

@@ -1,6 +1,5 @@
 #pragma once
 #include <memory>
-#include <source_location>
 #include <string>
 
 #include "../core/tensor.hpp"
@@ -48,7 +47,7 @@ struct named_leaf : expression_tag {
   static constexpr auto name = Name;
   node_info info;
 
-  explicit named_leaf(std::source_location where) : info(capture_node_info(where)) {}
+  explicit named_leaf(source_site where) : info(capture_node_info(where)) {}
 
   template <class V>
   auto bind(const V& value) const {
@@ -71,7 +70,7 @@ template <fixed_string Name, class T, shape_spec S>
 struct placeholder : detail::named_leaf<Name, T, S> {
   static constexpr node_kind kind = node_kind::placeholder;
   static constexpr std::string_view op_name = "placeholder";
-  placeholder(std::source_location where = std::source_location::current())
+  placeholder(source_site where = source_site::current())
       : detail::named_leaf<Name, T, S>(where) {}
   template <class V>
     requires(is_tensor_v<std::remove_cvref_t<V>> || is_tensor_view_v<std::remove_cvref_t<V>>)
@@ -85,7 +84,7 @@ template <fixed_string Name, class T, shape_spec S>
 struct variable : detail::named_leaf<Name, T, S> {
   static constexpr node_kind kind = node_kind::variable;
   static constexpr std::string_view op_name = "variable";
-  variable(std::source_location where = std::source_location::current())
+  variable(source_site where = source_site::current())
       : detail::named_leaf<Name, T, S>(where) {}
   template <class V>
     requires(is_tensor_v<std::remove_cvref_t<V>> || is_tensor_view_v<std::remove_cvref_t<V>>)
@@ -107,7 +106,7 @@ struct constant_node : expression_tag {
 };
 
 template <class T, class S>
-auto constant(tensor<T, S> value, std::source_location where = std::source_location::current()) {
+auto constant(tensor<T, S> value, source_site where = source_site::current()) {
   return constant_node<T, S>{{}, std::make_shared<const tensor<T, S>>(std::move(value)),
                              capture_node_info(where)};
 }

@@ -1,7 +1,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <source_location>
+#include "../core/source_site.hpp"
 #include <string>
 #include <string_view>
 
@@ -14,7 +14,7 @@ struct node_info {
   static constexpr std::size_t max_scope_depth = 8;
   std::array<const char*, max_scope_depth> scopes{};
   std::uint8_t depth = 0;
-  std::source_location where{};
+  source_site where{};
 
   bool has_location() const { return where.line() != 0; }
 
@@ -37,7 +37,7 @@ struct node_info {
 namespace detail {
 struct scope_stack {
   std::array<const char*, node_info::max_scope_depth> names{};
-  std::array<std::source_location, node_info::max_scope_depth> where{};
+  std::array<source_site, node_info::max_scope_depth> where{};
   std::uint8_t depth = 0;
 };
 inline scope_stack& current_scopes() {
@@ -46,9 +46,9 @@ inline scope_stack& current_scopes() {
 }
 }  // namespace detail
 
-// Records the scopes active on this thread. Operators (+, *, ...) cannot take a source_location
+// Records the scopes active on this thread. Operators (+, *, ...) cannot take a source_site
 // argument in C++, so nodes built by them carry the location of the innermost scope() instead.
-inline node_info capture_node_info(std::source_location where) {
+inline node_info capture_node_info(source_site where) {
   const auto& stack = detail::current_scopes();
   node_info info;
   info.scopes = stack.names;

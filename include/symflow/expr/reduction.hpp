@@ -1,7 +1,6 @@
 #pragma once
 #include <vector>
 #include <array>
-#include <source_location>
 
 #include "node.hpp"
 
@@ -93,7 +92,7 @@ struct reduction_axes_in_range_for_op {
 };
 
 template <class Op, expression A, int... Axes, class... Keep>
-auto make_reduction(const A& a, axes_t<Axes...>, std::source_location where, Keep...) {
+auto make_reduction(const A& a, axes_t<Axes...>, source_site where, Keep...) {
   constexpr bool keep = (std::is_same_v<Keep, keepdims_t> || ...);
   static_assert(reduction_axes_in_range_for_op<Op, shape_of<A>, Axes...>::value,
                 "symflow: a reduction axis is out of range for the operand's rank (op, shape and axes below)");
@@ -106,21 +105,21 @@ auto make_reduction(const A& a, axes_t<Axes...>, std::source_location where, Kee
 template <class Op>
 struct reduction_function {
   template <expression A>
-  auto operator()(const A& a, std::source_location where = std::source_location::current()) const {
+  auto operator()(const A& a, source_site where = source_site::current()) const {
     return make_reduction<Op>(a, axes_t<>{}, where);
   }
   template <expression A>
-  auto operator()(const A& a, keepdims_t k, std::source_location where = std::source_location::current()) const {
+  auto operator()(const A& a, keepdims_t k, source_site where = source_site::current()) const {
     return make_reduction<Op>(a, axes_t<>{}, where, k);
   }
   template <expression A, int... Axes>
   auto operator()(const A& a, axes_t<Axes...> ax,
-                  std::source_location where = std::source_location::current()) const {
+                  source_site where = source_site::current()) const {
     return make_reduction<Op>(a, ax, where);
   }
   template <expression A, int... Axes>
   auto operator()(const A& a, axes_t<Axes...> ax, keepdims_t k,
-                  std::source_location where = std::source_location::current()) const {
+                  source_site where = source_site::current()) const {
     return make_reduction<Op>(a, ax, where, k);
   }
   // Other operands (a graph builder's handles, graph/runtime/builder.hpp) reduce through the

@@ -1,5 +1,4 @@
 #pragma once
-#include <source_location>
 #include <utility>
 
 #include "../core/error.hpp"
@@ -11,7 +10,7 @@ namespace symflow {
 class name_scope {
  public:
   template <std::size_t N>
-  explicit name_scope(const char (&name)[N], std::source_location where = std::source_location::current()) {
+  explicit name_scope(const char (&name)[N], source_site where = source_site::current()) {
     auto& stack = detail::current_scopes();
     if (stack.depth == node_info::max_scope_depth)
       throw error("scope: name scopes nest at most " + std::to_string(node_info::max_scope_depth) +
@@ -28,7 +27,7 @@ class name_scope {
 // scope("dense1", [&] { return relu(matmul(x, W) + b); }) names the nodes built inside dense1/...
 template <std::size_t N, class Build>
 auto scope(const char (&name)[N], Build&& build,
-           std::source_location where = std::source_location::current()) {
+           source_site where = source_site::current()) {
   name_scope guard(name, where);
   return std::forward<Build>(build)();
 }

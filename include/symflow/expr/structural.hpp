@@ -1,5 +1,4 @@
 #pragma once
-#include <source_location>
 #include <string>
 #include <tuple>
 
@@ -73,7 +72,7 @@ struct operand_shapes_valid_for_op {
 };
 
 template <class Op, expression A>
-auto make_view(Op op, std::source_location where, const A& a) {
+auto make_view(Op op, source_site where, const A& a) {
   static_assert(operand_shapes_valid_for_op<Op, shape_of<A>>::value,
                 "symflow: the operand's shape does not fit this op (op and shape below)");
   if constexpr (operand_shapes_valid_for_op<Op, shape_of<A>>::value)
@@ -81,7 +80,7 @@ auto make_view(Op op, std::source_location where, const A& a) {
 }
 
 template <class Op, expression... Args>
-auto make_kernel(Op op, std::source_location where, const Args&... args) {
+auto make_kernel(Op op, source_site where, const Args&... args) {
   static_assert(operand_shapes_valid_for_op<Op, shape_of<Args>...>::value,
                 "symflow: operand shapes do not fit this op (op and shapes below)");
   if constexpr (operand_shapes_valid_for_op<Op, shape_of<Args>...>::value)

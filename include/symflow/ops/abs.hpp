@@ -40,7 +40,7 @@ template <class... A>
 inline constexpr bool known_nonnegative_v<elementwise<ops::abs_op, A...>> = true;
 
 template <expression X>
-auto abs(const X& x, std::source_location where = std::source_location::current()) {
+auto abs(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::abs_op>(x, where);
 }
 #endif

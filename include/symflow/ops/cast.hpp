@@ -75,7 +75,7 @@ struct cast_op {
 #ifndef SYMFLOW_SCALAR_ONLY
 
 template <class To, expression X>
-auto cast(const X& x, std::source_location where = std::source_location::current()) {
+auto cast(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::cast_op<To>>(x, where);
 }
 #endif

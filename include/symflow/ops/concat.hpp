@@ -162,6 +162,6 @@ template <std::size_t Axis, expression A, expression... B>
 auto concat(const A& a, const B&... b) {
   static_assert((std::is_same_v<value_type_of<A>, value_type_of<B>> && ...),
                 "symflow: concat needs operands of one dtype");
-  return make_kernel(ops::concat_op<Axis>{}, std::source_location{}, a, b...);
+  return make_kernel(ops::concat_op<Axis>{}, source_site{}, a, b...);
 }
 }  // namespace symflow

@@ -543,17 +543,17 @@ consteval void check_conv_operands() {
 // 2-D convolution, NHWC input [N,H,W,C] with an HWIO filter [KH,KW,C,O], the same stride along both
 // spatial axes, TensorFlow's `valid` or `same` padding: conv2d<1, padding::same>(x, w).
 template <std::size_t Stride = 1, padding Padding = padding::valid, expression X, expression W>
-auto conv2d(const X& x, const W& w, std::source_location where = std::source_location::current()) {
+auto conv2d(const X& x, const W& w, source_site where = source_site::current()) {
   detail::check_conv_operands<X, W>();
   return make_kernel(ops::conv2d_op<Stride, Padding>{}, where, x, w);
 }
 template <std::size_t Stride = 1, padding Padding = padding::valid, expression G, expression W, expression X>
-auto conv2d_backprop_input(const G& g, const W& w, const X& like, std::source_location where = std::source_location::current()) {
+auto conv2d_backprop_input(const G& g, const W& w, const X& like, source_site where = source_site::current()) {
   detail::check_conv_operands<G, W>();
   return make_kernel(ops::conv2d_backprop_input_op<Stride, Padding>{}, where, g, w, like);
 }
 template <std::size_t Stride = 1, padding Padding = padding::valid, expression X, expression G, expression W>
-auto conv2d_backprop_filter(const X& x, const G& g, const W& like, std::source_location where = std::source_location::current()) {
+auto conv2d_backprop_filter(const X& x, const G& g, const W& like, source_site where = source_site::current()) {
   detail::check_conv_operands<X, G>();
   return make_kernel(ops::conv2d_backprop_filter_op<Stride, Padding>{}, where, x, g, like);
 }

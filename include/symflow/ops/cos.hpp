@@ -43,7 +43,7 @@ struct cos_op : floating_result {
 #ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
-auto cos(const X& x, std::source_location where = std::source_location::current()) {
+auto cos(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::cos_op>(x, where);
 }
 #endif

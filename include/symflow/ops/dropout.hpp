@@ -118,7 +118,7 @@ struct dropout_op {
 
 // Training-time dropout; see the top of this file for the exact mask.
 template <expression X>
-auto dropout(const X& x, double rate, std::uint64_t seed, std::source_location where = std::source_location::current()) {
+auto dropout(const X& x, double rate, std::uint64_t seed, source_site where = source_site::current()) {
   static_assert(std::is_floating_point_v<value_type_of<X>>, "symflow: dropout needs a floating-point operand");
   ops::dropout_detail::check_rate("dropout", rate);
   return make_kernel(ops::dropout_op{rate, seed}, where, x);

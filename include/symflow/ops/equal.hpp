@@ -33,7 +33,7 @@ struct equal_op : mask_result {
 
 template <class A, class B>
   requires binary_operands<A, B>
-auto equal(const A& a, const B& b, std::source_location where = std::source_location::current()) {
+auto equal(const A& a, const B& b, source_site where = source_site::current()) {
   return make_binary<ops::equal_op>(a, b, where);
 }
 #endif

@@ -77,7 +77,7 @@ template <class... A>
 inline constexpr bool known_nonnegative_v<elementwise<ops::exp_op, A...>> = true;
 
 template <expression X>
-auto exp(const X& x, std::source_location where = std::source_location::current()) {
+auto exp(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::exp_op>(x, where);
 }
 #endif

@@ -41,7 +41,7 @@ struct expand_as_op {
 #ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression A, expression B>
-auto expand_as(const A& a, const B& like, std::source_location where = std::source_location::current()) {
+auto expand_as(const A& a, const B& like, source_site where = source_site::current()) {
   return make_elementwise(ops::expand_as_op{}, where, a, like);
 }
 #endif

@@ -93,7 +93,7 @@ struct expand_dims_op {
 }  // namespace ops
 
 template <unsigned Bits, expression X>
-auto expand_dims(const X& x, std::source_location where = std::source_location::current()) {
+auto expand_dims(const X& x, source_site where = source_site::current()) {
   return make_view(ops::expand_dims_op<Bits>{}, where, x);
 }
 }  // namespace symflow

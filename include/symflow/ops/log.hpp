@@ -61,7 +61,7 @@ struct log_op : floating_result {
 #ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
-auto log(const X& x, std::source_location where = std::source_location::current()) {
+auto log(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::log_op>(x, where);
 }
 #endif

@@ -43,7 +43,7 @@ struct log1p_op : floating_result {
 #ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
-auto log1p(const X& x, std::source_location where = std::source_location::current()) {
+auto log1p(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::log1p_op>(x, where);
 }
 #endif

@@ -213,7 +213,7 @@ consteval text matmul_message() {
 }  // namespace diag
 
 template <expression A, expression B>
-auto matmul(const A& a, const B& b, std::source_location where = std::source_location::current()) {
+auto matmul(const A& a, const B& b, source_site where = source_site::current()) {
   // A failed check is one error whose first line names the dtypes, shapes and the problem.
   if constexpr (!std::is_same_v<value_type_of<A>, value_type_of<B>> || !std::is_floating_point_v<value_type_of<A>> ||
                 !ops::matmul_op::shapes_ok<shape_of<A>, shape_of<B>>) {

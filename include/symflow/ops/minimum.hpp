@@ -45,7 +45,7 @@ struct minimum_op : same_dtype_result {
 
 template <class A, class B>
   requires binary_operands<A, B>
-auto minimum(const A& a, const B& b, std::source_location where = std::source_location::current()) {
+auto minimum(const A& a, const B& b, source_site where = source_site::current()) {
   return make_binary<ops::minimum_op>(a, b, where);
 }
 #endif

@@ -44,7 +44,7 @@ struct neg_op : same_dtype_result {
 #ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
-auto neg(const X& x, std::source_location where = std::source_location::current()) {
+auto neg(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::neg_op>(x, where);
 }
 #endif
@@ -54,7 +54,7 @@ namespace symflow {
 #ifndef SYMFLOW_SCALAR_ONLY
 template <expression X>
 auto operator-(const X& x) {
-  return make_unary<ops::neg_op>(x, std::source_location{});
+  return make_unary<ops::neg_op>(x, source_site{});
 }
 #endif
 }  // namespace symflow

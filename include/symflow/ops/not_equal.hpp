@@ -33,7 +33,7 @@ struct not_equal_op : mask_result {
 
 template <class A, class B>
   requires binary_operands<A, B>
-auto not_equal(const A& a, const B& b, std::source_location where = std::source_location::current()) {
+auto not_equal(const A& a, const B& b, source_site where = source_site::current()) {
   return make_binary<ops::not_equal_op>(a, b, where);
 }
 #endif

@@ -103,7 +103,7 @@ struct one_hot_op {
 }  // namespace ops
 
 template <std::size_t Depth, class To = float, expression L>
-auto one_hot(const L& labels, std::source_location where = std::source_location::current()) {
+auto one_hot(const L& labels, source_site where = source_site::current()) {
   static_assert(std::is_integral_v<value_type_of<L>> && !std::is_same_v<value_type_of<L>, bool>,
                 "symflow: one_hot takes integer labels");
   return make_kernel(ops::one_hot_op<Depth, To>{}, where, labels);

@@ -361,22 +361,22 @@ consteval void check_pool_operand() {
 // Max / average pooling over NHWC windows of Window x Window, moved by Stride (default: Window, i.e.
 // non-overlapping), valid padding: max_pool2d<2>(x) halves H and W.
 template <std::size_t Window, std::size_t Stride = Window, expression X>
-auto max_pool2d(const X& x, std::source_location where = std::source_location::current()) {
+auto max_pool2d(const X& x, source_site where = source_site::current()) {
   detail::check_pool_operand<X>();
   return make_kernel(ops::max_pool2d_op<Window, Stride>{}, where, x);
 }
 template <std::size_t Window, std::size_t Stride = Window, expression G, expression X>
-auto max_pool2d_backward(const G& g, const X& x, std::source_location where = std::source_location::current()) {
+auto max_pool2d_backward(const G& g, const X& x, source_site where = source_site::current()) {
   detail::check_pool_operand<X>();
   return make_kernel(ops::max_pool2d_backward_op<Window, Stride>{}, where, g, x);
 }
 template <std::size_t Window, std::size_t Stride = Window, expression X>
-auto avg_pool2d(const X& x, std::source_location where = std::source_location::current()) {
+auto avg_pool2d(const X& x, source_site where = source_site::current()) {
   detail::check_pool_operand<X>();
   return make_kernel(ops::avg_pool2d_op<Window, Stride>{}, where, x);
 }
 template <std::size_t Window, std::size_t Stride = Window, expression G, expression X>
-auto avg_pool2d_backward(const G& g, const X& like, std::source_location where = std::source_location::current()) {
+auto avg_pool2d_backward(const G& g, const X& like, source_site where = source_site::current()) {
   detail::check_pool_operand<G>();
   return make_kernel(ops::avg_pool2d_backward_op<Window, Stride>{}, where, g, like);
 }

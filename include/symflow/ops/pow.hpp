@@ -34,7 +34,7 @@ struct pow_op : floating_result {
 
 template <class A, class B>
   requires binary_operands<A, B>
-auto pow(const A& a, const B& b, std::source_location where = std::source_location::current()) {
+auto pow(const A& a, const B& b, source_site where = source_site::current()) {
   return make_binary<ops::pow_op>(a, b, where);
 }
 #endif

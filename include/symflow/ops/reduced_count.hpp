@@ -87,6 +87,6 @@ struct reduced_count_op {
 
 template <unsigned Bits, class To, expression X>
 auto reduced_count(const X& x) {
-  return make_kernel(ops::reduced_count_op<Bits, To>{}, std::source_location{}, x);
+  return make_kernel(ops::reduced_count_op<Bits, To>{}, source_site{}, x);
 }
 }  // namespace symflow

@@ -40,7 +40,7 @@ template <class... A>
 inline constexpr bool known_nonnegative_v<elementwise<ops::relu_op, A...>> = true;
 
 template <expression X>
-auto relu(const X& x, std::source_location where = std::source_location::current()) {
+auto relu(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::relu_op>(x, where);
 }
 #endif

@@ -94,7 +94,7 @@ struct reshape_op {
   static auto gradient(const G& g, const X&) {
     static_assert(reshape_op<shape_of<X>>::dyn_count() <= 1,
                   "symflow: the gradient of reshape needs an operand shape with at most one dyn extent");
-    return tuple_of(make_view(reshape_op<shape_of<X>>{}, std::source_location{}, g));
+    return tuple_of(make_view(reshape_op<shape_of<X>>{}, source_site{}, g));
   }
   template <std::size_t R>
   static layout<Target::rank> apply(const layout<R>& in) {
@@ -115,13 +115,13 @@ consteval auto flattened_extents() {
 }  // namespace ops
 
 template <shape_spec Target, expression X>
-auto reshape(const X& x, std::source_location where = std::source_location::current()) {
+auto reshape(const X& x, source_site where = source_site::current()) {
   return make_view(ops::reshape_op<Target>{}, where, x);
 }
 
 // Keeps axis 0 and merges the rest: [N, 7, 7, 64] -> [N, 3136].
 template <expression X>
-auto flatten(const X& x, std::source_location where = std::source_location::current()) {
+auto flatten(const X& x, source_site where = source_site::current()) {
   static_assert(rank_of<X> >= 1, "symflow: flatten needs an operand of rank 1 or more");
   using target = shape_from_array_t<ops::flattened_extents<shape_of<X>>()>;
   if constexpr (target::extents[0] == dyn && target::extents[1] == dyn)

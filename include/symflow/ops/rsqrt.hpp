@@ -36,7 +36,7 @@ struct rsqrt_op : floating_result {
 #ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
-auto rsqrt(const X& x, std::source_location where = std::source_location::current()) {
+auto rsqrt(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::rsqrt_op>(x, where);
 }
 #endif

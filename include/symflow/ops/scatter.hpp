@@ -106,6 +106,6 @@ struct scatter_op {
 
 template <std::size_t Axis, expression Part, expression Like>
 auto scatter(const Part& part, const Like& like, std::size_t begin, std::size_t end) {
-  return make_kernel(ops::scatter_op<Axis>{begin, end}, std::source_location{}, part, like);
+  return make_kernel(ops::scatter_op<Axis>{begin, end}, source_site{}, part, like);
 }
 }  // namespace symflow

@@ -45,7 +45,7 @@ template <class... A>
 inline constexpr bool known_nonnegative_v<elementwise<ops::sigmoid_op, A...>> = true;
 
 template <expression X>
-auto sigmoid(const X& x, std::source_location where = std::source_location::current()) {
+auto sigmoid(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::sigmoid_op>(x, where);
 }
 #endif

@@ -30,7 +30,7 @@ struct sign_op : same_dtype_result {
 #ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
-auto sign(const X& x, std::source_location where = std::source_location::current()) {
+auto sign(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::sign_op>(x, where);
 }
 #endif

@@ -43,7 +43,7 @@ struct sin_op : floating_result {
 #ifndef SYMFLOW_SCALAR_ONLY
 
 template <expression X>
-auto sin(const X& x, std::source_location where = std::source_location::current()) {
+auto sin(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::sin_op>(x, where);
 }
 #endif

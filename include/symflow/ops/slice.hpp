@@ -78,13 +78,13 @@ struct slice_op {
 // Rows [begin, end) of axis 0.
 template <expression X>
 auto slice(const X& x, std::size_t begin, std::size_t end,
-           std::source_location where = std::source_location::current()) {
+           source_site where = source_site::current()) {
   return make_view(ops::slice_op<0>{begin, end}, where, x);
 }
 // Indices [begin, end) of any axis.
 template <std::size_t Axis, expression X>
 auto narrow(const X& x, std::size_t begin, std::size_t end,
-            std::source_location where = std::source_location::current()) {
+            source_site where = source_site::current()) {
   return make_view(ops::slice_op<Axis>{begin, end}, where, x);
 }
 }  // namespace symflow

@@ -240,7 +240,7 @@ struct softmax_cross_entropy_backward_op {
 // Per-example softmax cross-entropy of logits [N,K] against integer labels [N]; mean(...) of it is
 // the usual classification loss.
 template <expression L, expression Y>
-auto softmax_cross_entropy(const L& logits, const Y& labels, std::source_location where = std::source_location::current()) {
+auto softmax_cross_entropy(const L& logits, const Y& labels, source_site where = source_site::current()) {
   static_assert(std::is_floating_point_v<value_type_of<L>>, "symflow: softmax_cross_entropy needs floating-point logits");
   static_assert(std::is_integral_v<value_type_of<Y>> && !std::is_same_v<value_type_of<Y>, bool>,
                 "symflow: softmax_cross_entropy needs integer labels");
@@ -248,7 +248,7 @@ auto softmax_cross_entropy(const L& logits, const Y& labels, std::source_locatio
 }
 template <expression G, expression L, expression Y>
 auto softmax_cross_entropy_backward(const G& g, const L& logits, const Y& labels,
-                                    std::source_location where = std::source_location::current()) {
+                                    source_site where = source_site::current()) {
   static_assert(std::is_same_v<value_type_of<G>, value_type_of<L>>,
                 "symflow: softmax_cross_entropy_backward needs the adjoint in the logits' dtype");
   return make_kernel(ops::softmax_cross_entropy_backward_op{}, where, g, logits, labels);

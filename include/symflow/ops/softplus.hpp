@@ -48,7 +48,7 @@ template <class... A>
 inline constexpr bool known_nonnegative_v<elementwise<ops::softplus_op, A...>> = true;
 
 template <expression X>
-auto softplus(const X& x, std::source_location where = std::source_location::current()) {
+auto softplus(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::softplus_op>(x, where);
 }
 #endif

@@ -39,7 +39,7 @@ template <class... A>
 inline constexpr bool known_nonnegative_v<elementwise<ops::sqrt_op, A...>> = true;
 
 template <expression X>
-auto sqrt(const X& x, std::source_location where = std::source_location::current()) {
+auto sqrt(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::sqrt_op>(x, where);
 }
 #endif

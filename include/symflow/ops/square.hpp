@@ -39,7 +39,7 @@ template <class... A>
 inline constexpr bool known_nonnegative_v<elementwise<ops::square_op, A...>> = true;
 
 template <expression X>
-auto square(const X& x, std::source_location where = std::source_location::current()) {
+auto square(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::square_op>(x, where);
 }
 #endif

@@ -68,7 +68,7 @@ struct permute_op {
   }
   template <class G, class X>
   static auto gradient(const G& g, const X&) {
-    return tuple_of(make_view(inverse(), std::source_location{}, g));
+    return tuple_of(make_view(inverse(), source_site{}, g));
   }
   static constexpr auto inverse() {
     return []<std::size_t... I>(std::index_sequence<I...>) {
@@ -88,13 +88,13 @@ struct permute_op {
 }  // namespace ops
 
 template <std::size_t... Perm, expression X>
-auto permute(const X& x, std::source_location where = std::source_location::current()) {
+auto permute(const X& x, source_site where = source_site::current()) {
   return make_view(ops::permute_op<Perm...>{}, where, x);
 }
 
 // Swaps the last two axes (a matrix transpose, batched for rank 3).
 template <expression X>
-auto transpose(const X& x, std::source_location where = std::source_location::current()) {
+auto transpose(const X& x, source_site where = source_site::current()) {
   static_assert(rank_of<X> == 2 || rank_of<X> == 3, "symflow: transpose takes a rank-2 or rank-3 operand");
   if constexpr (rank_of<X> == 2) return make_view(ops::permute_op<1, 0>{}, where, x);
   else return make_view(ops::permute_op<0, 2, 1>{}, where, x);

@@ -41,7 +41,7 @@ struct where_op {
 // where(mask, a, b): a where mask is true, else b. Either branch may be a plain scalar.
 template <expression M, class A, class B>
   requires(operand<A> && operand<B>)
-auto where(const M& mask, const A& a, const B& b, std::source_location at = std::source_location::current()) {
+auto where(const M& mask, const A& a, const B& b, source_site at = source_site::current()) {
   if constexpr (expression<A>)
     return make_elementwise(ops::where_op{}, at, mask, a, as_expression<value_type_of<A>>(b));
   else if constexpr (expression<B>)

@@ -196,9 +196,20 @@ template <class List, class E>
 struct operands_post_order<List, E, true> {
   using type = typename post_order_operands<List, E, operands_of<E>>::type;
 };
+// A node already listed is not entered again: its operands were listed before it. (Without this the
+// walk, and the number of (List, E) pairs the compiler instantiates, grows with the number of
+// paths, exponentially in the depth of a model whose subexpressions are shared.)
+template <class List, class E, bool Listed = in_list<E, List>>
+struct post_order_step {
+  using type = List;
+};
+template <class List, class E>
+struct post_order_step<List, E, false> {
+  using type = typename append_unique<typename operands_post_order<List, E>::type, E>::type;
+};
 template <class List, class E>
 struct post_order {
-  using type = typename append_unique<typename operands_post_order<List, E>::type, E>::type;
+  using type = typename post_order_step<List, E>::type;
 };
 
 // The shared nodes of Loss on the way to Leaf, ancestors first.

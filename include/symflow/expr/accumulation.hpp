@@ -27,7 +27,9 @@ struct accumulation : expression_tag {
 
 template <expression Term>
 accumulation<Term> accumulate_terms(std::vector<Term> terms) {
-  return accumulation<Term>{{}, std::make_shared<const std::vector<Term>>(std::move(terms)), {}};
+  // (Not make_shared: its allocator-aware construction costs g++ time that grows with the depth of
+  // Term's type; see expr/operand_list.hpp.)
+  return accumulation<Term>{{}, std::shared_ptr<const std::vector<Term>>(new std::vector<Term>(std::move(terms))), {}};
 }
 
 }  // namespace symflow

@@ -1,5 +1,6 @@
 #pragma once
-#include <memory>
+#include <atomic>
+#include <cstddef>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -23,9 +24,11 @@ std::tuple<T...> tuple_of(const T&... values) {
 }
 
 // The operands of an op node, held once on the heap and shared by every copy of the node. Copying
-// an expression is then a pointer copy however large the model below it is, and `auto h = ...;`
-// used twice refers to one object: the address of the operand tuple is the node's identity
-// (node_identity), which evaluators, the gradient and to_graph use to visit a shared node once.
+// an expression is then a reference-count increment however large the model below it is, and
+// `auto h = ...;` used twice refers to one object: the address of the operand block is the node's
+// identity (node_identity), which evaluators, the gradient and to_graph use to visit a shared node
+// once. One allocation per node: the count and the operands live in one block (std::make_shared
+// would do the same, but its allocator-aware construction costs g++ the time tuple_of avoids).
 template <class... Args>
 class operand_list {
  public:
@@ -34,21 +37,38 @@ class operand_list {
   // From a tuple (a template taking exactly the tuple type, so that no conversion is considered).
   template <class Tuple>
     requires std::is_same_v<Tuple, tuple_type>
-  operand_list(Tuple operands) : shared_(new tuple_type(std::move(operands))) {}
-  const tuple_type& get() const { return *shared_; }
-  const void* identity() const { return shared_.get(); }
+  operand_list(Tuple operands) : block_(new block) {
+    block_->values = std::move(operands);
+  }
+  operand_list(const operand_list& other) noexcept : block_(other.block_) {
+    if (block_) block_->references.fetch_add(1, std::memory_order_relaxed);
+  }
+  operand_list(operand_list&& other) noexcept : block_(std::exchange(other.block_, nullptr)) {}
+  operand_list& operator=(operand_list other) noexcept {
+    std::swap(block_, other.block_);
+    return *this;
+  }
+  ~operand_list() {
+    if (block_ && block_->references.fetch_sub(1, std::memory_order_acq_rel) == 1) delete block_;
+  }
+
+  const tuple_type& get() const { return block_->values; }
+  const void* identity() const { return block_; }
 
   // From the operands themselves (see tuple_of for why not through a tuple's constructor).
   static operand_list of(const Args&... operands) {
-    auto* tuple = new tuple_type();  // (not make_shared: its allocator-aware construction has the same cost)
     operand_list list;
-    list.shared_.reset(tuple);
-    assign_elements(*tuple, operands...);
+    list.block_ = new block;
+    assign_elements(list.block_->values, operands...);
     return list;
   }
 
  private:
-  std::shared_ptr<const tuple_type> shared_;
+  struct block {
+    std::atomic<std::size_t> references{1};
+    tuple_type values;
+  };
+  block* block_ = nullptr;
 };
 
 template <class... A>

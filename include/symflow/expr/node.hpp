@@ -22,6 +22,7 @@ enum class node_kind {
   view,         // a new layout (extents, strides, offset) over its operand's memory: no arithmetic
   kernel,       // materialises its result with its own kernel (matmul, concat, one_hot)
   accumulation, // the sum of a run-time number of terms of one type (a node's adjoint, summed over its users)
+  reference,    // stands for another node object whose type it does not contain (expr/reference.hpp)
 };
 
 // Base of every expression node; an empty tag so nodes stay aggregates of their data.
@@ -53,7 +54,8 @@ template <class E>
 using operands_of = typename operand_types<std::remove_cvref_t<E>>::type;
 template <class E>
 const void* node_identity(const E& e) {
-  if constexpr (has_operands<E>) return e.operands.identity();
+  if constexpr (requires { e.identity(); }) return e.identity();
+  else if constexpr (has_operands<E>) return e.operands.identity();
   else return nullptr;
 }
 

@@ -33,6 +33,7 @@ struct type_determined<E, std::tuple<A...>> {
     else if constexpr (E::kind == node_kind::constant) return false;
     else if constexpr (E::kind == node_kind::literal) return is_static_literal_v<E>;
     else if constexpr (E::kind == node_kind::accumulation) return false;  // its terms are counted at run time
+    else if constexpr (E::kind == node_kind::reference) return false;     // its target is chosen at run time
     else return std::is_empty_v<typename E::op_type> && (type_determined<A>::value && ...);
   }();
 };

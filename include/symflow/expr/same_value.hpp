@@ -25,7 +25,7 @@ bool same_value(const E& a, const E& b) {
   if constexpr (has_operands<E> && is_type_determined<E>()) return true;
   if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
     return true;
-  } else if constexpr (E::kind == node_kind::accumulation) {
+  } else if constexpr (E::kind == node_kind::accumulation || E::kind == node_kind::reference) {
     return a.identity() == b.identity();
   } else if constexpr (E::kind == node_kind::constant) {
     return a.value == b.value;

@@ -143,6 +143,8 @@ class graph_lowering {
       return push_node(std::move(n), {});
     } else if constexpr (E::kind == node_kind::elementwise && requires { E::op_type::materialises; }) {
       return lower(std::get<0>(e.args()));  // in a graph every value is stored once anyway
+    } else if constexpr (E::kind == node_kind::reference) {
+      return lower(std::get<0>(e.args()));
     } else if constexpr (E::kind == node_kind::accumulation) {
       // A chain of adds over the terms; no terms is the scalar 0, which broadcasts where it is added.
       if (e.items().empty()) return lower(zero<value_type_of<E>>{});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../expr/accumulation.hpp"
+#include "../expr/reference.hpp"
 #include "../ops/hold.hpp"
 #include "grad.hpp"
 
@@ -16,9 +17,11 @@ namespace detail::sweep {
 // Reverse mode over the model as a graph of node objects. The forward expression's type lists each
 // node type once (post_order); the run-time walk finds the node objects (a node type may have
 // several objects: `0.5f * u` and `0.7f * u`). Every object gets one adjoint, the sum of what its
-// users send back; each user sends, per operand, its op's derivative rule applied to held values
-// (its adjoint, its own value, its operands: ops::hold_op), so a term is a small expression over
-// stored values. Types grow with the number of node types and edges, not with paths.
+// users send back; each user sends, per operand, its op's derivative rule applied to stored values:
+// its own value and its operands held (ops::hold_op), its adjoint read through a reference
+// (expr/reference.hpp). A term's type therefore names the user's node type and a key for its
+// adjoint, never the adjoint's own type, so no type nests the adjoints of the nodes above it:
+// types grow with the number of node types and edges, not with paths or depth.
 
 template <class... T, class... U>
 constexpr auto operator+(type_list<T...>, type_list<U...>) {
@@ -90,12 +93,21 @@ auto local_rule(const C& c, const G& g) {
 template <class S, class T>
 struct adjoint_of;
 
-template <class E>
-using held_t = decltype(hold(std::declval<const E&>()));
+// The adjoint of node type C as its rules read it: computed once, shaped like C.
+template <class S, class C>
+struct adjoint_key {};
+template <class C, class A>
+auto stored_adjoint(const C& c, const A& adjoint) {
+  if constexpr (std::is_same_v<shape_of<A>, shape_of<C>>) return hold(adjoint);
+  else return hold(expand_as(adjoint, hold(c)));
+}
+template <class S, class C>
+using adjoint_ref = reference<adjoint_key<S, C>, value_type_of<C>, shape_of<C>>;
 
 template <class S, class C, std::size_t I>
-using term_of = std::remove_cvref_t<std::tuple_element_t<
-    I, decltype(local_rule(std::declval<const C&>(), std::declval<const held_t<typename adjoint_of<S, C>::type>&>()))>>;
+using term_of =
+    std::remove_cvref_t<std::tuple_element_t<I, decltype(local_rule(std::declval<const C&>(),
+                                                                     std::declval<const adjoint_ref<S, C>&>()))>>;
 
 template <class C, std::size_t I>
 struct edge {
@@ -159,6 +171,14 @@ struct adjoint_of {
                                   decltype(sum_pending(std::declval<const pending_t<S, T>&>()))>;
 };
 
+}  // namespace detail::sweep
+template <class S, class C>
+struct reference_target<detail::sweep::adjoint_key<S, C>> {
+  using type = decltype(detail::sweep::stored_adjoint(
+      std::declval<const C&>(), std::declval<const typename detail::sweep::adjoint_of<S, C>::type&>()));
+};
+namespace detail::sweep {
+
 template <class S, class Nodes>
 struct tables;
 template <class S, class... T>
@@ -205,7 +225,9 @@ struct sweep {
           else return sum_pending(std::get<K>(t.pending)[n]);
         }();
         if constexpr (!is_no_gradient_v<decltype(adjoint)>) {
-          const auto terms = local_rule(c, hold(adjoint));
+          using Key = adjoint_key<S, C>;
+          const auto terms = local_rule(
+              c, make_reference<Key, value_type_of<C>, shape_of<C>>(stored_adjoint(c, adjoint)));
           [&]<std::size_t... I>(std::index_sequence<I...>) {
             (send<C, I>(std::get<I>(c.args()), std::get<I>(terms)), ...);
           }(std::make_index_sequence<std::tuple_size_v<operands_of<C>>>{});

@@ -501,6 +501,8 @@ auto make_evaluator(const E& node, Ctx& ctx) {
     return evaluate_once(node, std::get<0>(node.args()), ctx);
   } else if constexpr (E::kind == node_kind::accumulation) {
     return evaluate_accumulation(node, ctx);
+  } else if constexpr (E::kind == node_kind::reference) {
+    return make_evaluator(std::get<0>(node.args()), ctx);  // a held value or a leaf: read from memory
   } else if constexpr (E::kind == node_kind::elementwise) {
     auto ev = std::apply(
         [&](const auto&... a) {

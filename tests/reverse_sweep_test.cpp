@@ -67,7 +67,7 @@ TEST(ReverseSweep, SharedChainMatchesFiniteDifferencesAndGrad) {
   auto wv = random_values<shape<7>>({7}, 2);
   wv[3] = -0.0;
   const auto swept = eval(grad_sweep(loss, w), x = xv, w = wv);
-  const auto tree = eval(grad(loss, w), x = xv, w = wv);
+  const auto tree = eval(grad_by_paths(loss, w), x = xv, w = wv);
   for (std::size_t i = 0; i < 7; ++i) EXPECT_NEAR(swept[i], tree[i], 1e-12 * std::max(1.0, std::abs(tree[i])));
   expect_close(swept, finite_differences(loss, wv, [&](const auto& e) { return eval(e, x = xv, w = wv); }));
 }

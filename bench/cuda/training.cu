@@ -25,7 +25,7 @@
 
 #include <symflow/cuda.hpp>
 #include <symflow/ops/all.hpp>
-#include <symflow/symbolic/grad.hpp>
+#include <symflow/symbolic/gradient.hpp>
 
 #include "../../tests/cuda/training_model.hpp"
 

@@ -15,6 +15,6 @@
 #include "expr/to_string.hpp"
 #include "ops/all.hpp"
 #include "eval/cpu/eval.hpp"
-#include "symbolic/grad.hpp"
+#include "symbolic/gradient.hpp"
 #include "symbolic/jvp.hpp"
 #include "symbolic/check_gradient.hpp"

@@ -4,7 +4,7 @@
 
 #include <symflow/cuda.hpp>
 #include <symflow/ops/all.hpp>
-#include <symflow/symbolic/grad.hpp>
+#include <symflow/symbolic/gradient.hpp>
 
 #include "gpu_harness.cuh"
 

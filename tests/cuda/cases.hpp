@@ -14,7 +14,7 @@
 #include <symflow/expr/reduction.hpp>
 #include <symflow/expr/structural.hpp>
 #include <symflow/ops/all.hpp>
-#include <symflow/symbolic/grad.hpp>
+#include <symflow/symbolic/gradient.hpp>
 
 namespace symflow_cuda_test::cases {
 using namespace symflow;

@@ -11,7 +11,7 @@
 #include <symflow/expr/leaves.hpp>
 #include <symflow/expr/scope.hpp>
 #include <symflow/ops/all.hpp>
-#include <symflow/symbolic/grad.hpp>
+#include <symflow/symbolic/gradient.hpp>
 
 namespace symflow_cuda_test::training {
 using namespace symflow;

@@ -1,6 +1,7 @@
 #pragma once
 #include <memory>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "node.hpp"
@@ -23,6 +24,12 @@ struct accumulation : expression_tag {
   node_info info;
   const std::vector<Term>& items() const { return *terms; }
   const void* identity() const { return terms.get(); }
+};
+
+// Type walks (depends_on, post_order, node counts) see the term type as the one operand type.
+template <class Term>
+struct operand_types<accumulation<Term>> {
+  using type = std::tuple<Term>;
 };
 
 template <expression Term>

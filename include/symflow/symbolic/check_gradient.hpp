@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "../eval/cpu/eval.hpp"
-#include "grad.hpp"
+#include "gradient.hpp"
 #include "retype.hpp"
 
 namespace symflow {

@@ -188,7 +188,7 @@ template <class List, class E, class A, class... Rest>
 struct post_order_operands<List, E, std::tuple<A, Rest...>> {
   using type = typename post_order_operands<typename post_order<List, A>::type, E, std::tuple<Rest...>>::type;
 };
-template <class List, class E, bool = has_operands<E>>
+template <class List, class E, bool = (std::tuple_size_v<operands_of<E>> > 0)>
 struct operands_post_order {
   using type = List;
 };
@@ -309,15 +309,15 @@ auto gradient_wrt(const E& loss, const Leaf& leaf) {
 }
 }  // namespace detail
 
-// grad(loss, W, b): one gradient expression per leaf, each shaped like its leaf, derived from the
-// ops' own derivative rules at compile time and simplified. Nothing is computed until evaluated.
+// The gradients by walking the loss's paths down to each leaf (see backprop): each adjoint fused
+// into its user's loop and simplified. symbolic/gradient.hpp's grad picks this or the reverse sweep.
 template <expression E, expression... Leaves>
-auto grad(const E& loss, const Leaves&... leaves) {
+auto grad_by_paths(const E& loss, const Leaves&... leaves) {
   static_assert(detail::differentiated_expression_is_scalar<E>::value,
                 "symflow: grad differentiates a scalar (rank-0) expression; reduce it first, e.g. sum(e)");
   name_scope s("grad");
   if constexpr (sizeof...(Leaves) == 1) return detail::gradient_wrt(loss, leaves...);
-  else return std::tuple{detail::gradient_wrt(loss, leaves)...};
+  else return tuple_of(detail::gradient_wrt(loss, leaves)...);
 }
 
 // grad without any simplification (to measure what simplification saves).
@@ -327,7 +327,7 @@ auto grad_unsimplified(const E& loss, const Leaves&... leaves) {
                 "symflow: grad differentiates a scalar (rank-0) expression; reduce it first, e.g. sum(e)");
   name_scope s("grad");
   if constexpr (sizeof...(Leaves) == 1) return detail::gradient_wrt<false>(loss, leaves...);
-  else return std::tuple{detail::gradient_wrt<false>(loss, leaves)...};
+  else return tuple_of(detail::gradient_wrt<false>(loss, leaves)...);
 }
 
 }  // namespace symflow

@@ -3,7 +3,7 @@
 #include <type_traits>
 
 #include "../expr/scope.hpp"
-#include "grad.hpp"
+#include "gradient.hpp"
 
 namespace symflow {
 

@@ -84,6 +84,8 @@ auto local_rule(const C& c, const G& g) {
   } else if constexpr (C::kind == node_kind::view) {
     const auto x = hold(std::get<0>(c.args()));
     return c.op.gradient(full_shape(g, y), x);
+  } else if constexpr (C::kind == node_kind::reference || C::kind == node_kind::accumulation) {
+    return tuple_of(g);  // the value of its target / the sum of its terms: each receives g
   } else {
     static_assert(C::kind == node_kind::elementwise || C::kind == node_kind::kernel);
     return operand_rule(c, g, y, std::make_index_sequence<std::tuple_size_v<operands_of<C>>>{});
@@ -98,7 +100,10 @@ template <class S, class C>
 struct adjoint_key {};
 template <class C, class A>
 auto stored_adjoint(const C& c, const A& adjoint) {
-  if constexpr (std::is_same_v<shape_of<A>, shape_of<C>>) return hold(adjoint);
+  // No gradient reaches C: no such reference is ever made, but type walks over a rule's terms can
+  // still ask for its target's type.
+  if constexpr (is_no_gradient_v<A>) return hold(expand_as(zero<value_type_of<C>>{}, hold(c)));
+  else if constexpr (std::is_same_v<shape_of<A>, shape_of<C>>) return hold(adjoint);
   else return hold(expand_as(adjoint, hold(c)));
 }
 template <class S, class C>
@@ -124,7 +129,7 @@ constexpr auto edge_if() {
 }
 template <class S, class T, class C>
 constexpr auto edges_from() {
-  if constexpr (!has_operands<C> || !S::template relevant<C>) return type_list<>{};
+  if constexpr (std::tuple_size_v<operands_of<C>> == 0 || !S::template relevant<C>) return type_list<>{};
   else
     return []<std::size_t... I>(std::index_sequence<I...>) {
       return (type_list<>{} + ... + edge_if<S, T, C, I>());
@@ -204,7 +209,10 @@ struct sweep {
       auto& index = std::get<k>(t.index);
       const void* id = node_identity(e);
       if (index.contains(id)) return;
-      if constexpr (has_operands<E>) std::apply([&](const auto&... a) { (collect(a), ...); }, e.args());
+      if constexpr (E::kind == node_kind::accumulation)
+        for (const auto& term : e.items()) collect(term);
+      else if constexpr (has_operands<E>)
+        std::apply([&](const auto&... a) { (collect(a), ...); }, e.args());
       index.emplace(id, std::get<k>(t.objects).size());
       std::get<k>(t.objects).push_back(e);
       std::get<k>(t.pending).emplace_back();
@@ -216,7 +224,7 @@ struct sweep {
   template <std::size_t K>
   void send_from() {
     using C = typename std::tuple_element_t<K, decltype(t.objects)>::value_type;
-    if constexpr (has_operands<C> && S::template relevant<C>) {
+    if constexpr (std::tuple_size_v<operands_of<C>> > 0 && S::template relevant<C>) {
       auto& objects = std::get<K>(t.objects);
       for (std::size_t n = 0; n < objects.size(); ++n) {
         const C& c = objects[n];
@@ -228,9 +236,13 @@ struct sweep {
           using Key = adjoint_key<S, C>;
           const auto terms = local_rule(
               c, make_reference<Key, value_type_of<C>, shape_of<C>>(stored_adjoint(c, adjoint)));
-          [&]<std::size_t... I>(std::index_sequence<I...>) {
-            (send<C, I>(std::get<I>(c.args()), std::get<I>(terms)), ...);
-          }(std::make_index_sequence<std::tuple_size_v<operands_of<C>>>{});
+          if constexpr (C::kind == node_kind::accumulation) {
+            for (const auto& term : c.items()) send<C, 0>(term, std::get<0>(terms));
+          } else {
+            [&]<std::size_t... I>(std::index_sequence<I...>) {
+              (send<C, I>(std::get<I>(c.args()), std::get<I>(terms)), ...);
+            }(std::make_index_sequence<std::tuple_size_v<operands_of<C>>>{});
+          }
         }
       }
     }

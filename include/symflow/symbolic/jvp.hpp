@@ -1,6 +1,7 @@
 #pragma once
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "../expr/scope.hpp"
 #include "gradient.hpp"
@@ -19,6 +20,19 @@ auto tangent_of(const E& e, const T& t) {
     return no_gradient{};
   } else if constexpr (std::is_same_v<E, Leaf>) {
     return t;
+  } else if constexpr (E::kind == node_kind::reference) {
+    return tangent_of<Leaf>(std::get<0>(e.args()), t);  // the tangent of the value it stands for
+  } else if constexpr (E::kind == node_kind::accumulation) {
+    // The sum of the terms' tangents: as many terms, of one type.
+    using term_tangent = decltype(tangent_of<Leaf>(std::declval<const typename E::term_type&>(), t));
+    if constexpr (is_no_gradient_v<term_tangent>) {
+      return no_gradient{};
+    } else {
+      std::vector<term_tangent> terms;
+      terms.reserve(e.items().size());
+      for (const auto& term : e.items()) terms.push_back(tangent_of<Leaf>(term, t));
+      return accumulate_terms(std::move(terms));
+    }
   } else if constexpr (E::kind == node_kind::reduction) {
     using Op = typename E::op_type;
     const auto& x = std::get<0>(e.args());

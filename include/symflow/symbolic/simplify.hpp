@@ -70,6 +70,8 @@ template <class E>
 auto simplify_tree(const E& e) {
   if constexpr (is_no_gradient_v<E> || !has_operands<E>) {
     return e;
+  } else if constexpr (E::kind == node_kind::reference || requires { E::op_type::materialises; }) {
+    return e;  // a stored value (the reverse sweep's): its identity is what its readers share
   } else {
     return std::apply([&](const auto&... a) { return rebuild(e, simplify_tree(a)...); }, e.args());
   }

@@ -1,0 +1,335 @@
+#pragma once
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "../../expr/broadcast.hpp"
+#include "../../expr/elementwise.hpp"
+#include "../../expr/reduction.hpp"
+#include "../../expr/rewrite.hpp"
+#include "../../symbolic/traits.hpp"
+#include "../../expr/structural.hpp"
+#include "context.hpp"
+#include "fused_loop.hpp"
+#include "leaf_eval.hpp"
+
+namespace symflow::cpu {
+
+// Evaluators mirror the expression tree. Building them checks every runtime extent (before any
+// work); prepare() then materialises what cannot fuse (kernels, views of computed values, inner
+// reductions), after which the fused protocol (bind_frame / set_row / scalar / packet) reads them
+// as leaves. Evaluators dispatch on node_kind only; everything op-specific comes from the op type.
+
+template <expression E, class Ctx>
+auto make_evaluator(const E& node, Ctx& ctx);
+
+namespace detail {
+template <class Op, class T, std::size_t N, class = std::make_index_sequence<N>>
+inline constexpr bool has_packet = false;
+template <class Op, class T, std::size_t N, std::size_t... I>
+  requires std::is_floating_point_v<T>
+inline constexpr bool has_packet<Op, T, N, std::index_sequence<I...>> = [] {
+  if constexpr (requires { Op::template packet_dtype_ok<T>; })
+    if constexpr (!Op::template packet_dtype_ok<T>) return false;
+  return requires(const simd::packet_t<T>& p) { Op::packet(((void)I, p)...); };
+}();
+
+// Ops may leave an operand unread (expand_as uses its second operand for its extents only):
+// such an operand is never prepared or bound, so nothing is computed for it.
+template <class Op, std::size_t I>
+constexpr bool reads_operand() {
+  if constexpr (requires { Op::template reads_operand<I>; }) return Op::template reads_operand<I>;
+  else return true;
+}
+
+template <std::size_t R>
+extents_t<R> as_extents(const auto& e) {
+  extents_t<R> out{};
+  std::copy_n(e.begin(), R, out.begin());
+  return out;
+}
+}  // namespace detail
+
+// Computes a child into memory if it is not already there (contiguous if asked) and returns a leaf.
+template <class C, class Ctx>
+leaf_eval<typename C::value_type> materialize(C& child, Ctx& ctx, bool contiguous) {
+  using T = typename C::value_type;
+  constexpr std::size_t R = C::rank;
+  child.prepare(ctx);
+  if constexpr (requires { child.as_leaf(); }) {
+    auto leaf = child.as_leaf();
+    if (!contiguous || leaf.is_contiguous()) return leaf;
+  }
+  T* buffer = ctx.template allocate<T>(element_count<R>(child.extents));
+  run_map<T>(child, frame::of<R>(child.extents), buffer);
+  ++counters().fused_passes;
+  return leaf_eval<T>::template of<R>(buffer, child.extents, row_major_strides<R>(child.extents));
+}
+
+// A value already in memory: a feed, a variable, a constant.
+template <class T, std::size_t R>
+struct memory_eval : leaf_eval<T> {
+  static constexpr std::size_t rank = R;
+  extents_t<R> extents{};
+  memory_eval(const T* data, const extents_t<R>& e, const extents_t<R>& s)
+      : leaf_eval<T>(leaf_eval<T>::template of<R>(data, e, s)), extents(e) {}
+  template <class Ctx>
+  void prepare(Ctx&) {}
+  const leaf_eval<T>& as_leaf() const { return *this; }
+};
+
+template <class T>
+struct literal_eval : scalar_eval<T> {
+  static constexpr std::size_t rank = 0;
+  extents_t<0> extents{};
+  template <class Ctx>
+  void prepare(Ctx&) {}
+};
+
+template <class Op, class T, std::size_t R, class... C>
+struct elementwise_eval {
+  using value_type = T;
+  static constexpr std::size_t rank = R;
+  static constexpr bool vectorizable =
+      detail::has_packet<Op, T, sizeof...(C)> && (C::vectorizable && ...) &&
+      (std::is_same_v<typename C::value_type, T> && ...);
+  std::tuple<C...> children;
+  [[no_unique_address]] Op op;
+  extents_t<R> extents{};
+
+  template <class F, std::size_t... I>
+  SYMFLOW_INLINE void for_read(F&& f, std::index_sequence<I...>) {
+    ((detail::reads_operand<Op, I>() ? f(std::get<I>(children)) : void()), ...);
+  }
+  template <class F>
+  SYMFLOW_INLINE void for_read(F&& f) {
+    for_read(f, std::index_sequence_for<C...>{});
+  }
+  template <std::size_t I>
+  SYMFLOW_INLINE auto scalar_of(std::size_t j) const {
+    using V = typename std::tuple_element_t<I, std::tuple<C...>>::value_type;
+    if constexpr (detail::reads_operand<Op, I>()) return std::get<I>(children).scalar(j);
+    else return V{};
+  }
+  template <std::size_t I, class P>
+  SYMFLOW_INLINE P packet_of(std::size_t j) const {
+    if constexpr (detail::reads_operand<Op, I>()) return std::get<I>(children).template packet<P>(j);
+    else return simd::pm::pzero(P{});
+  }
+
+  template <class Ctx>
+  void prepare(Ctx& ctx) {
+    for_read([&](auto& c) { c.prepare(ctx); });
+  }
+  void bind_frame(const frame& f) {
+    for_read([&](auto& c) { c.bind_frame(f); });
+  }
+  template <class F>
+  void visit_strides(F&& f) {
+    for_read([&](auto& c) { c.visit_strides(f); });
+  }
+  SYMFLOW_INLINE void set_row(const frame& f, const row_cursor& cursor) {
+    for_read([&](auto& c) { c.set_row(f, cursor); });
+  }
+  SYMFLOW_INLINE T scalar(std::size_t j) const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return T(op.apply(scalar_of<I>(j)...));
+    }(std::index_sequence_for<C...>{});
+  }
+  template <class P>
+  SYMFLOW_INLINE P packet(std::size_t j) const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return op.packet(packet_of<I, P>(j)...);
+    }(std::index_sequence_for<C...>{});
+  }
+};
+
+// Within one fused loop a subexpression whose value its type alone fixes (placeholders, variables,
+// compile-time literals) has one value per element, wherever it occurs: the loss and each gradient
+// of a model repeat exp(z) several times. Costly ones are computed once per element and read back
+// by their repeats from a per-thread slot keyed by the type; set_row empties the slot.
+template <class Node, class Inner>
+struct reused_eval : Inner {
+  using T = typename Inner::value_type;
+  struct slot {
+    std::size_t packet_at = std::size_t(-1), scalar_at = std::size_t(-1);
+    std::conditional_t<Inner::vectorizable, simd::packet_t<T>, T> packet{};
+    T scalar{};
+  };
+  static slot& cache() {
+    thread_local slot s;
+    return s;
+  }
+  explicit reused_eval(Inner inner) : Inner(std::move(inner)) {}
+  SYMFLOW_INLINE void set_row(const frame& f, const row_cursor& c) {
+    Inner::set_row(f, c);
+    slot& s = cache();
+    s.packet_at = s.scalar_at = std::size_t(-1);
+  }
+  SYMFLOW_INLINE T scalar(std::size_t j) const {
+    slot& s = cache();
+    if (s.scalar_at != j) {
+      s.scalar = Inner::scalar(j);
+      s.scalar_at = j;
+    }
+    return s.scalar;
+  }
+  template <class P>
+  SYMFLOW_INLINE P packet(std::size_t j) const {
+    slot& s = cache();
+    if (s.packet_at != j) {
+      s.packet = Inner::template packet<P>(j);
+      s.packet_at = j;
+    }
+    return s.packet;
+  }
+};
+
+template <class Op>
+inline constexpr bool is_costly_op_v = requires { Op::costly; };
+
+// How often E occurs across the outputs being evaluated (2 when they are not known: reuse is safe).
+template <class E, class Ctx>
+constexpr std::size_t occurrences_in_outputs() {
+  if constexpr (requires { typename Ctx::roots; })
+    return []<class... R>(std::type_identity<std::tuple<R...>>) {
+      return (std::size_t(0) + ... + occurrences<E, R>());
+    }(std::type_identity<typename Ctx::roots>{});
+  else
+    return 2;
+}
+
+// Shared by evaluators whose value is materialised: after prepare() they read as a leaf.
+template <class T, std::size_t R>
+struct materialised_base {
+  using value_type = T;
+  static constexpr std::size_t rank = R;
+  static constexpr bool vectorizable = leaf_eval<T>::vectorizable;
+  extents_t<R> extents{};
+  leaf_eval<T> result;
+  const leaf_eval<T>& as_leaf() const { return result; }
+
+  // Computes the value once per evaluation: an identical node met earlier is read instead.
+  template <class Node, class Ctx, class Compute>
+  void prepare_shared(const Node& node, Ctx& ctx, Compute&& compute) {
+    if (result.data) return;
+    if (const materialised_value* m = ctx.find_materialised(node)) {
+      result.data = static_cast<const T*>(m->data);
+      result.rank = m->rank;
+      result.extents = m->extents;
+      result.strides = m->strides;
+      ++counters().reused;
+      return;
+    }
+    T* out = ctx.template allocate<T>(element_count<R>(extents));
+    compute(out);
+    result = leaf_eval<T>::template of<R>(out, extents, row_major_strides<R>(extents));
+    materialised_value m;
+    m.data = out;
+    m.rank = result.rank;
+    m.extents = result.extents;
+    m.strides = result.strides;
+    ctx.remember(node, m);
+  }
+  void bind_frame(const frame& f) { result.bind_frame(f); }
+  template <class F>
+  void visit_strides(F&& f) {
+    result.visit_strides(f);
+  }
+  SYMFLOW_INLINE void set_row(const frame& f, const row_cursor& c) { result.set_row(f, c); }
+  SYMFLOW_INLINE T scalar(std::size_t j) const { return result.scalar(j); }
+  template <class P>
+  SYMFLOW_INLINE P packet(std::size_t j) const {
+    return result.template packet<P>(j);
+  }
+};
+
+template <class Node, class C>
+struct reduction_eval : materialised_base<typename Node::value_type, Node::rank> {
+  using T = typename Node::value_type;
+  using Op = typename Node::op_type;
+  C operand;
+  const Node* node;
+  std::size_t reduced_count = 1;
+
+  reduction_eval(C c, const Node& n) : operand(std::move(c)), node(&n) {
+    this->extents = reduction_result_extents<Node>(operand.extents, reduced_count);
+  }
+  template <class Ctx>
+  void compute_into(T* out, Ctx& ctx) {
+    operand.prepare(ctx);
+    const frame f = frame::of<C::rank>(operand.extents);
+    // Output offset per operand axis: 0 where reduced, else the output stride of that axis.
+    const auto out_strides = row_major_strides<Node::rank>(this->extents);
+    frame_strides in_frame{};
+    for (std::size_t i = 0, j = 0; i < C::rank; ++i) {
+      if (Node::mask[i]) {
+        in_frame[i] = 0;
+        if (Node::keep_dims) ++j;
+      } else {
+        in_frame[i] = out_strides[j++];
+      }
+    }
+    run_reduce<Op, T>(operand, f, in_frame, out, element_count<Node::rank>(this->extents), reduced_count);
+    ++counters().reductions;
+  }
+  template <class Ctx>
+  void prepare(Ctx& ctx) {
+    this->prepare_shared(*node, ctx, [&](T* out) { compute_into(out, ctx); });
+  }
+};
+
+template <class Node, class C>
+struct view_eval : materialised_base<typename Node::value_type, Node::rank> {
+  using T = typename Node::value_type;
+  C operand;
+  typename Node::op_type op;
+  view_eval(C c, const Node& node) : operand(std::move(c)), op(node.op) {
+    this->extents = op.infer_extents(node_description<Node>{&node}, operand.extents);
+  }
+  template <class Ctx>
+  void prepare(Ctx& ctx) {
+    if (this->result.data) return;
+    constexpr std::size_t RI = C::rank, RO = Node::rank;
+    const leaf_eval<T> in = materialize(operand, ctx, Node::op_type::contiguous_operand);
+    layout<RI> l{detail::as_extents<RI>(in.extents), detail::as_extents<RI>(in.strides), 0};
+    const layout<RO> out = op.apply(l);
+    this->result = leaf_eval<T>::template of<RO>(in.data + out.offset, out.extents, out.strides);
+  }
+};
+
+template <class Node, class... C>
+struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
+  using T = typename Node::value_type;
+  std::tuple<C...> operands;
+  typename Node::op_type op;
+  const Node* node;
+  kernel_eval(const Node& n, C... c) : operands(std::move(c)...), op(n.op), node(&n) {
+    this->extents = std::apply([&](const auto&... o) { return op.infer_extents(node_description<Node>{&n}, o.extents...); },
+                               operands);
+  }
+  template <std::size_t I, class Ctx>
+  auto operand_view(Ctx& ctx) {
+    auto& o = std::get<I>(operands);
+    using C_I = std::remove_cvref_t<decltype(o)>;
+    using V = typename C_I::value_type;
+    if constexpr (detail::reads_operand<typename Node::op_type, I>())
+      return materialize(o, ctx, Node::op_type::contiguous_operands).template view<C_I::rank>();
+    else
+      return tensor_view<const V, dyn_shape<C_I::rank>>(nullptr, o.extents);
+  }
+  template <class Ctx>
+  void compute_into(T* out, Ctx& ctx) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      const auto views = std::tuple{operand_view<I>(ctx)...};
+      op.template run_cpu<T>(tensor_view<T, dyn_shape<Node::rank>>(out, this->extents), std::get<I>(views)...);
+    }(std::index_sequence_for<C...>{});
+    ++counters().kernels;
+  }
+  template <class Ctx>
+  void prepare(Ctx& ctx) {
+    this->prepare_shared(*node, ctx, [&](T* out) { compute_into(out, ctx); });
+  }
+};
+
+}  // namespace symflow::cpu

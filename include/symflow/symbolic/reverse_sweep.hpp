@@ -184,14 +184,31 @@ struct reference_target<detail::sweep::adjoint_key<S, C>> {
 };
 namespace detail::sweep {
 
+// One table per node type: its objects, where each object is found by identity, and the terms
+// waiting for each. Tables are base classes found by their index (table_at deduces the node type),
+// not elements of a std::tuple: a tuple of a hundred vectors of node types costs the compiler
+// seconds in the constraints of its constructors.
+template <class S, std::size_t I, class T>
+struct node_table {
+  using node_type = T;
+  std::vector<T> objects;
+  std::unordered_map<const void*, std::size_t> index;
+  std::vector<pending_t<S, T>> pending;
+};
+template <std::size_t I, class S, class T>
+node_table<S, I, T>& table_at(node_table<S, I, T>& t) {
+  return t;
+}
+template <class S, class Seq, class Nodes>
+struct tables_of;
+template <class S, std::size_t... I, class... T>
+struct tables_of<S, std::index_sequence<I...>, type_list<T...>> : node_table<S, I, T>... {
+  static constexpr std::size_t size = sizeof...(T);
+};
 template <class S, class Nodes>
 struct tables;
 template <class S, class... T>
-struct tables<S, type_list<T...>> {
-  std::tuple<std::vector<T>...> objects;
-  std::tuple<std::conditional_t<true, std::unordered_map<const void*, std::size_t>, T>...> index;
-  std::tuple<std::vector<pending_t<S, T>>...> pending;
-};
+struct tables<S, type_list<T...>> : tables_of<S, std::index_sequence_for<T...>, type_list<T...>> {};
 
 template <class S>
 struct sweep {
@@ -206,16 +223,16 @@ struct sweep {
   void collect(const E& e) {
     if constexpr (S::template relevant<E>) {
       constexpr std::size_t k = slot<E>;
-      auto& index = std::get<k>(t.index);
+      auto& table = table_at<k, S>(t);
       const void* id = node_identity(e);
-      if (index.contains(id)) return;
+      if (table.index.contains(id)) return;
       if constexpr (E::kind == node_kind::accumulation)
         for (const auto& term : e.items()) collect(term);
       else if constexpr (has_operands<E>)
         std::apply([&](const auto&... a) { (collect(a), ...); }, e.args());
-      index.emplace(id, std::get<k>(t.objects).size());
-      std::get<k>(t.objects).push_back(e);
-      std::get<k>(t.pending).emplace_back();
+      table.index.emplace(id, table.objects.size());
+      table.objects.push_back(e);
+      table.pending.emplace_back();
     }
   }
 
@@ -223,14 +240,15 @@ struct sweep {
   // is reached, and its rule sends one term to each operand that carries a gradient.
   template <std::size_t K>
   void send_from() {
-    using C = typename std::tuple_element_t<K, decltype(t.objects)>::value_type;
+    auto& table = table_at<K, S>(t);
+    using C = typename std::remove_reference_t<decltype(table)>::node_type;
     if constexpr (std::tuple_size_v<operands_of<C>> > 0 && S::template relevant<C>) {
-      auto& objects = std::get<K>(t.objects);
+      auto& objects = table.objects;
       for (std::size_t n = 0; n < objects.size(); ++n) {
         const C& c = objects[n];
         const auto adjoint = [&] {
           if constexpr (std::is_same_v<C, typename S::loss_type>) return one<value_type_of<C>>{};
-          else return sum_pending(std::get<K>(t.pending)[n]);
+          else return sum_pending(table.pending[n]);
         }();
         if constexpr (!is_no_gradient_v<decltype(adjoint)>) {
           using Key = adjoint_key<S, C>;
@@ -254,8 +272,9 @@ struct sweep {
     if constexpr (!is_no_gradient_v<Term> && S::template relevant<A>) {
       constexpr std::size_t k = slot<A>;
       constexpr std::size_t e = index_in<edge<C, I>, edges_into_t<S, A>>::value;
-      const std::size_t n = std::get<k>(t.index).at(node_identity(operand));
-      std::get<e>(std::get<k>(t.pending)[n]).push_back(term);
+      auto& table = table_at<k, S>(t);
+      const std::size_t n = table.index.at(node_identity(operand));
+      std::get<e>(table.pending[n]).push_back(term);
     }
   }
 
@@ -267,7 +286,7 @@ struct sweep {
       return expand_as(zero<T>{}, leaf);
     } else {
       constexpr std::size_t k = slot<Leaf>;
-      auto g = sum_pending(std::get<k>(t.pending).at(0));
+      auto g = sum_pending(table_at<k, S>(t).pending.at(0));
       if constexpr (is_no_gradient_v<decltype(g)>) return expand_as(zero<T>{}, leaf);
       else if constexpr (!std::is_same_v<shape_of<decltype(g)>, shape_of<Leaf>>) return expand_as(g, leaf);
       else return g;
@@ -289,7 +308,7 @@ auto grad_sweep(const E& loss, const Leaves&... leaves) {
   using S = detail::sweep::spec<E, Leaves...>;
   detail::sweep::sweep<S> s;
   s.collect(loss);
-  s.template send_from<std::tuple_size_v<decltype(s.t.objects)> - 1>();
+  s.template send_from<decltype(s.t)::size - 1>();
   if constexpr (sizeof...(Leaves) == 1) return s.leaf_gradient(leaves...);
   else return tuple_of(s.leaf_gradient(leaves)...);
 }

@@ -194,11 +194,14 @@ auto make_evaluator(const E& node, Ctx& ctx) {
           }
         },
         ev.children);
-    if constexpr (is_costly_op_v<typename E::op_type> && is_type_determined<E>() &&
-                  occurrences_in_outputs<E, Ctx>() >= 2)
-      return reused_eval<E, decltype(ev)>(std::move(ev));
-    else
+    // Nested, not joined with &&: counting occurrences walks the outputs' trees, and is asked
+    // only of the few nodes the first two conditions leave.
+    if constexpr (is_costly_op_v<typename E::op_type> && is_type_determined<E>()) {
+      if constexpr (occurrences_in_outputs<E, Ctx>() >= 2) return reused_eval<E, decltype(ev)>(std::move(ev));
+      else return ev;
+    } else {
       return ev;
+    }
   } else if constexpr (E::kind == node_kind::reduction) {
     auto operand = make_operand_evaluator(std::get<0>(node.args()), ctx);
     return reduction_eval<E, decltype(operand)>(std::move(operand), node);

@@ -19,6 +19,7 @@
 #include "../validate.hpp"
 #include "builder.hpp"
 #include "plan_cache.hpp"
+#include "tables_linkage.hpp"
 
 namespace symflow {
 
@@ -125,7 +126,11 @@ derivative_rule derivative_rule_of() {
   return r;
 }
 
-inline const derivative_rule* find_derivative_rule(std::string_view name) {
+// Every op's derivative rule (instantiates each op's runtime gradient: see tables_linkage.hpp).
+#if SYMFLOW_RUNTIME_TABLES_DECLARED_ONLY
+const derivative_rule* find_derivative_rule(std::string_view name);
+#else
+SYMFLOW_RUNTIME_TABLE_LINKAGE const derivative_rule* find_derivative_rule(std::string_view name) {
   static const std::vector<derivative_rule> all = [] {
     std::vector<derivative_rule> v;
     std::apply([&](auto... e) { (v.push_back(derivative_rule_of<decltype(e)>()), ...); }, registered_ops{});
@@ -135,6 +140,7 @@ inline const derivative_rule* find_derivative_rule(std::string_view name) {
     if (r.name == name) return &r;
   return nullptr;
 }
+#endif
 
 // Fragments depend only on the op, its attributes and the operand dtypes: built once each.
 inline const std::optional<rule_fragment>& cached_fragment(const derivative_rule& rule, const graph_node& n,

@@ -15,6 +15,7 @@
 #include "../../eval/cpu/evaluators.hpp"
 #include "../graph.hpp"
 #include "../op_registry.hpp"
+#include "tables_linkage.hpp"
 #include "type_spelling.hpp"
 #include "value.hpp"
 
@@ -215,8 +216,12 @@ runtime_op runtime_op_of() {
 }
 }  // namespace runtime_detail
 
-// The runtime form of the op named `name`, or nullptr.
-inline const runtime_op* find_runtime_op(std::string_view name) {
+// The runtime form of the op named `name`, or nullptr. Building this table instantiates every
+// op's kernels for every dtype: see tables_linkage.hpp for compiling it once per program.
+#if SYMFLOW_RUNTIME_TABLES_DECLARED_ONLY
+const runtime_op* find_runtime_op(std::string_view name);
+#else
+SYMFLOW_RUNTIME_TABLE_LINKAGE const runtime_op* find_runtime_op(std::string_view name) {
   static const std::vector<runtime_op> all = [] {
     std::vector<runtime_op> v;
     std::apply([&](auto... entry) { (v.push_back(runtime_detail::runtime_op_of<decltype(entry)>()), ...); },
@@ -227,6 +232,7 @@ inline const runtime_op* find_runtime_op(std::string_view name) {
   auto it = std::lower_bound(all.begin(), all.end(), name, [](const runtime_op& o, std::string_view n) { return o.name < n; });
   return it != all.end() && it->name == name ? &*it : nullptr;
 }
+#endif
 
 // A kernel's result dtype: the dtype its `to` attribute names, else its first operand's.
 inline dtype kernel_result_dtype(const node_attributes& a, const std::vector<dtype>& in) {

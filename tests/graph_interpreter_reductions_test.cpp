@@ -1,0 +1,390 @@
+// The interpreter against compiled evaluation of the same expressions on random inputs: reductions
+// over several axes (against a float64 reference), views, kernels and gradient graphs.
+//
+// Compiled with -ffp-contract=off (tests/CMakeLists.txt), as graph_interpreter_test.cpp: see there.
+#include <bit>
+#include <cstdio>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <symflow/graph/runtime/interpreter.hpp>
+
+#include "../examples/graph_model.hpp"
+#include "graph_support.hpp"
+
+#if __has_include(<symflow/graph/runtime/grad.hpp>)
+#include <symflow/graph/runtime/grad.hpp>
+#define SYMFLOW_HAS_RUNTIME_GRAD 1
+#endif
+
+namespace {
+
+using namespace symflow;
+using namespace symflow::testing;
+
+// Distance between two values of one dtype in units in the last place: 0 for the same value and
+// sign (and for two NaNs), 1 for neighbouring floats and for -0 against +0; for integers and bools, 0
+// or 1.
+template <class T>
+std::uint64_t ulp_distance(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : std::numeric_limits<std::uint64_t>::max();
+    if (a == b) return std::signbit(a) == std::signbit(b) ? 0 : 1;  // -0 and +0: equal, but not the same bits
+    using bits = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+    // Floats ordered as integers: negative values mirrored below zero, so -0 and +0 meet.
+    auto ordered = [](T v) -> __int128 {
+      const bits i = std::bit_cast<bits>(v);
+      return i < 0 ? -__int128(i & std::numeric_limits<bits>::max()) : __int128(i);
+    };
+    const __int128 d = ordered(a) - ordered(b);
+    return std::uint64_t(d < 0 ? -d : d);
+  } else {
+    return a == b ? 0 : 1;
+  }
+}
+
+struct difference {
+  std::uint64_t max_ulps = 0;
+  std::size_t differing = 0;
+  std::size_t worst = 0;
+  std::string what;  // a readable note for failure messages
+};
+
+template <class T>
+difference compare_elements(const T* want, const T* got, std::size_t n) {
+  difference d;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto u = ulp_distance(want[i], got[i]);
+    if (u) ++d.differing;
+    if (u > d.max_ulps) {
+      d.max_ulps = u;
+      d.worst = i;
+    }
+  }
+  if (d.differing) {
+    std::ostringstream os;
+    os.precision(10);
+    os << d.differing << " of " << n << " elements differ, worst by " << d.max_ulps << " ulps at " << d.worst
+       << ": expected " << +want[d.worst] << ", got " << +got[d.worst];
+    d.what = os.str();
+  }
+  return d;
+}
+
+// A compiled result against an interpreter result: dtype and extents first, then the elements.
+template <class T, class S>
+difference compare(const tensor<T, S>& want, const runtime_tensor& got) {
+  const runtime_extents e(want.extents().begin(), want.extents().end());
+  if (got.type() != dtype_v<T> || got.extents() != e)
+    return {std::numeric_limits<std::uint64_t>::max(), want.size(), 0,
+            "expected " + std::string(dtype_name(dtype_v<T>)) + format_extents(e) + ", got " + got.type_string()};
+  return compare_elements(want.data(), got.data<T>(), want.size());
+}
+inline difference compare(const runtime_tensor& want, const runtime_tensor& got) {
+  if (want.type() != got.type() || want.extents() != got.extents())
+    return {std::numeric_limits<std::uint64_t>::max(), want.size(), 0,
+            "expected " + want.type_string() + ", got " + got.type_string()};
+  return visit_dtype(want.type(), [&](auto t) {
+    using T = decltype(t);
+    return compare_elements(want.data<T>(), got.data<T>(), want.size());
+  });
+}
+
+template <class T, class S>
+tensor<T, S> random_tensor(std::mt19937& rng, extents_t<S::rank> e, double lo, double hi) {
+  tensor<T, S> t(e, uninitialized);
+  if constexpr (std::is_same_v<T, bool>) {
+    for (auto& v : t) v = rng() % 2;
+  } else if constexpr (std::is_integral_v<T>) {
+    std::uniform_int_distribution<long long> d((long long)lo, (long long)hi);
+    for (auto& v : t) v = T(d(rng));
+  } else {
+    std::uniform_real_distribution<double> d(lo, hi);
+    for (auto& v : t) v = T(d(rng));
+  }
+  return t;
+}
+
+// A binding (`x = tensor`) as an interpreter value; the tests bind whole, contiguous tensors.
+template <class B>
+runtime_tensor runtime_value_of(const B& binding) {
+  using T = typename B::value_type;
+  const auto& v = binding.value;
+  runtime_tensor t(dtype_v<T>, runtime_extents(v.extents().begin(), v.extents().end()));
+  if (t.byte_size()) std::memcpy(t.bytes(), v.data(), t.byte_size());
+  return t;
+}
+
+// The same bindings for the interpreter: inputs as feeds, parameters in a store.
+struct interpreter_sources {
+  runtime_feeds feeds;
+  params store;
+};
+template <class... B>
+interpreter_sources sources_for(const graph& g, const B&... bindings) {
+  interpreter_sources s;
+  auto add = [&](const auto& b) {
+    const std::string name(std::remove_cvref_t<decltype(b)>::name.view());
+    const bool is_parameter =
+        std::any_of(g.parameters.begin(), g.parameters.end(), [&](const graph_leaf& p) { return p.name == name; });
+    runtime_tensor value = runtime_value_of(b);
+    if (is_parameter) {
+      params::entry e{value.type(), value.extents(), aligned_buffer<unsigned char>(value.byte_size())};
+      if (value.byte_size()) std::memcpy(e.bytes.data(), value.bytes(), value.byte_size());
+      s.store.set_entry(name, std::move(e));
+    } else {
+      s.feeds.insert_or_assign(name, std::move(value));
+    }
+  };
+  (add(bindings), ...);
+  return s;
+}
+
+// Options built field by field: a designated initialiser warns (-Wextra) about every member it
+// leaves out, and interpreter_options grows.
+inline interpreter_options unfused_options() {
+  interpreter_options o;
+  o.fuse = false;
+  return o;
+}
+inline interpreter_options tiled_options(std::size_t tile) {
+  interpreter_options o;
+  o.tile_elements = tile;
+  return o;
+}
+
+// The expressions evaluated compiled and through their graph (all outputs of one graph), fused and
+// unfused.
+template <class... E>
+struct both_ways {
+  std::tuple<tensor<value_type_of<E>, shape_of<E>>...> compiled;
+  graph lowered;
+  std::vector<runtime_tensor> fused, unfused;
+  interpreter_stats stats;
+};
+
+template <class... E, class... B>
+both_ways<E...> evaluate_both_ways(const std::tuple<E...>& exprs, const B&... bindings) {
+  both_ways<E...> r;
+  // One compiled evaluation per expression: a multi-output eval runs its one-pass group with
+  // packets only when every output has a packet form, which would make the comparison depend on
+  // the company an expression keeps.
+  r.compiled = std::apply([&](const auto&... e) { return std::tuple{eval(e, bindings...)...}; }, exprs);
+  r.lowered = to_graph(exprs);
+  const auto sources = sources_for(r.lowered, bindings...);
+  interpreter fused(r.lowered);
+  r.fused = fused.run(sources.feeds, &sources.store);
+  r.stats = fused.last_stats();
+  r.unfused = interpreter(r.lowered, unfused_options()).run(sources.feeds, &sources.store);
+  return r;
+}
+
+// Every output bit for bit equal to compiled evaluation, fused and unfused.
+template <class... E, class... B>
+both_ways<E...> expect_bitwise(const std::tuple<E...>& exprs, const B&... bindings) {
+  auto r = evaluate_both_ways(exprs, bindings...);
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    (
+        [&] {
+          const auto d = compare(std::get<K>(r.compiled), r.fused[K]);
+          EXPECT_EQ(d.max_ulps, 0u) << to_string(std::get<K>(exprs)) << ": " << d.what;
+          const auto u = compare(std::get<K>(r.compiled), r.unfused[K]);
+          EXPECT_EQ(u.max_ulps, 0u) << "unfused " << to_string(std::get<K>(exprs)) << ": " << u.what;
+        }(),
+        ...);
+  }(std::index_sequence_for<E...>{});
+  return r;
+}
+
+constexpr std::size_t rows = 33, cols = 21;  // a row is a SIMD packet and a scalar tail
+
+struct elementwise_inputs {
+  std::mt19937 rng{2026};
+  tensor<float, shape<dyn, cols>> x = random_tensor<float, shape<dyn, cols>>(rng, {rows, cols}, -3, 3);
+  tensor<float, shape<dyn, cols>> y = random_tensor<float, shape<dyn, cols>>(rng, {rows, cols}, -3, 3);
+  tensor<float, shape<dyn, cols>> p = random_tensor<float, shape<dyn, cols>>(rng, {rows, cols}, 0.05, 4);
+  tensor<float, shape<cols>> w = random_tensor<float, shape<cols>>(rng, {cols}, -2, 2);
+  tensor<float, shape<dyn, 1>> col = random_tensor<float, shape<dyn, 1>>(rng, {rows, 1}, -2, 2);
+  tensor<bool, shape<dyn, cols>> m = random_tensor<bool, shape<dyn, cols>>(rng, {rows, cols}, 0, 1);
+  tensor<std::int32_t, shape<dyn, cols>> i = random_tensor<std::int32_t, shape<dyn, cols>>(rng, {rows, cols}, -50, 50);
+  tensor<std::int32_t, shape<dyn, cols>> j = random_tensor<std::int32_t, shape<dyn, cols>>(rng, {rows, cols}, -50, 50);
+  tensor<double, shape<dyn, cols>> d = random_tensor<double, shape<dyn, cols>>(rng, {rows, cols}, -3, 3);
+};
+
+const auto x = placeholder<"x", float, shape<dyn, cols>>();
+const auto y = placeholder<"y", float, shape<dyn, cols>>();
+const auto p = placeholder<"p", float, shape<dyn, cols>>();  // positive
+const auto w = variable<"w", float, shape<cols>>();          // broadcast along rows
+const auto col = placeholder<"col", float, shape<dyn, 1>>();  // broadcast along columns
+const auto m = placeholder<"m", bool, shape<dyn, cols>>();
+const auto i = placeholder<"i", std::int32_t, shape<dyn, cols>>();
+const auto j = placeholder<"j", std::int32_t, shape<dyn, cols>>();
+const auto d = placeholder<"d", double, shape<dyn, cols>>();
+
+
+// A reference reduction in float64 over the axes marked in `reduced`, in memory order, with the sum
+// of magnitudes each result combines (the scale of a float sum's rounding error).
+struct reference_reduction {
+  std::vector<double> value, magnitude;
+};
+template <class T>
+reference_reduction reduce_reference(const T* in, const runtime_extents& extents, const std::vector<bool>& reduced,
+                                     std::string_view op) {
+  std::size_t kept = 1, count = 1;
+  for (std::size_t a = 0; a < extents.size(); ++a) (reduced[a] ? count : kept) *= extents[a];
+  const double start = op == "max" ? -INFINITY : op == "min" ? INFINITY : 0.0;
+  reference_reduction r{std::vector<double>(kept, start), std::vector<double>(kept, 0.0)};
+  std::vector<std::size_t> index(extents.size(), 0);
+  for (std::size_t flat = 0; flat < element_count(extents); ++flat) {
+    std::size_t out = 0;
+    for (std::size_t a = 0; a < extents.size(); ++a)
+      if (!reduced[a]) out = out * extents[a] + index[a];
+    const double v = double(in[flat]);
+    if (op == "max") r.value[out] = std::max(r.value[out], v);
+    else if (op == "min") r.value[out] = std::min(r.value[out], v);
+    else r.value[out] += v;
+    r.magnitude[out] += std::abs(v);
+    for (std::size_t a = extents.size(); a-- > 0;) {
+      if (++index[a] < extents[a]) break;
+      index[a] = 0;
+    }
+  }
+  if (op == "mean")
+    for (auto& v : r.value) v /= double(count);
+  if (op == "mean")
+    for (auto& v : r.magnitude) v /= double(count);
+  return r;
+}
+
+// Compiled and interpreted reductions against the float64 reference: max and min exactly; sums
+// within the rounding a float accumulation may add (compiled: float partial sums), the interpreter
+// (which accumulates floats in double) within one ulp of the rounded reference.
+template <class E, class T>
+void expect_reduction_matches_reference(const E& expr, const tensor<value_type_of<E>, shape_of<E>>& compiled,
+                                        const runtime_tensor& interpreted, const T* operand,
+                                        const runtime_extents& extents, std::vector<bool> reduced,
+                                        std::string_view op) {
+  SCOPED_TRACE(to_string(expr));
+  const auto ref = reduce_reference(operand, extents, reduced, op);
+  ASSERT_EQ(compiled.size(), ref.value.size());
+  ASSERT_EQ(interpreted.size(), ref.value.size());
+  using R = value_type_of<E>;
+  const R* got = interpreted.data<R>();
+  for (std::size_t k = 0; k < ref.value.size(); ++k) {
+    const R rounded = R(ref.value[k]);
+    if (op == "max" || op == "min" || std::is_integral_v<R>) {
+      EXPECT_EQ(compiled.data()[k], rounded) << "compiled, element " << k;
+      EXPECT_EQ(got[k], rounded) << "interpreted, element " << k;
+    } else {
+      const double tolerance = 8 * double(std::numeric_limits<R>::epsilon()) * ref.magnitude[k] + 1e-30;
+      EXPECT_NEAR(double(compiled.data()[k]), ref.value[k], tolerance) << "compiled, element " << k;
+      EXPECT_LE(ulp_distance(got[k], rounded), 1u) << "interpreted, element " << k << ": " << got[k] << " vs " << rounded;
+    }
+  }
+}
+
+TEST(GraphInterpreter, ReductionsOverAxesWithAndWithoutKeepdimsMatchAFloat64Reference) {
+  std::mt19937 rng(11);
+  const auto z = placeholder<"z", float, shape<6, dyn, 37>>();
+  const auto k = placeholder<"k", std::int32_t, shape<6, dyn, 37>>();
+  const auto zv = random_tensor<float, shape<6, dyn, 37>>(rng, {6, 50, 37}, -1, 1);
+  const auto kv = random_tensor<std::int32_t, shape<6, dyn, 37>>(rng, {6, 50, 37}, -1000, 1000);
+  const runtime_extents e{6, 50, 37};
+  const auto exprs = std::tuple{sum(z), sum(z, axes<0>), sum(z, axes<1>, keepdims), mean(z, axes<2>),
+                                mean(z, axes<0, 2>, keepdims), max(z, axes<1>), min(z), max(z, axes<-1>, keepdims),
+                                min(z, axes<0, 1>), sum(k, axes<1>), max(k, axes<0, 2>)};
+  const auto r = evaluate_both_ways(exprs, z = zv, k = kv);
+  const std::vector<bool> all{true, true, true}, a0{true, false, false}, a1{false, true, false},
+      a2{false, false, true}, a02{true, false, true}, a01{true, true, false};
+  const float* zp = zv.data();
+  expect_reduction_matches_reference(std::get<0>(exprs), std::get<0>(r.compiled), r.fused[0], zp, e, all, "sum");
+  expect_reduction_matches_reference(std::get<1>(exprs), std::get<1>(r.compiled), r.fused[1], zp, e, a0, "sum");
+  expect_reduction_matches_reference(std::get<2>(exprs), std::get<2>(r.compiled), r.fused[2], zp, e, a1, "sum");
+  expect_reduction_matches_reference(std::get<3>(exprs), std::get<3>(r.compiled), r.fused[3], zp, e, a2, "mean");
+  expect_reduction_matches_reference(std::get<4>(exprs), std::get<4>(r.compiled), r.fused[4], zp, e, a02, "mean");
+  expect_reduction_matches_reference(std::get<5>(exprs), std::get<5>(r.compiled), r.fused[5], zp, e, a1, "max");
+  expect_reduction_matches_reference(std::get<6>(exprs), std::get<6>(r.compiled), r.fused[6], zp, e, all, "min");
+  expect_reduction_matches_reference(std::get<7>(exprs), std::get<7>(r.compiled), r.fused[7], zp, e, a2, "max");
+  expect_reduction_matches_reference(std::get<8>(exprs), std::get<8>(r.compiled), r.fused[8], zp, e, a01, "min");
+  expect_reduction_matches_reference(std::get<9>(exprs), std::get<9>(r.compiled), r.fused[9], kv.data(), e, a1, "sum");
+  expect_reduction_matches_reference(std::get<10>(exprs), std::get<10>(r.compiled), r.fused[10], kv.data(), e, a02, "max");
+  for (std::size_t o = 0; o < r.fused.size(); ++o) EXPECT_EQ(compare(r.fused[o], r.unfused[o]).max_ulps, 0u) << o;
+  // Kept extents of 1 where keepdims asks for them.
+  EXPECT_EQ(r.fused[2].extents(), (runtime_extents{6, 1, 37}));
+  EXPECT_EQ(r.fused[4].extents(), (runtime_extents{1, 50, 1}));
+  EXPECT_EQ(r.fused[7].extents(), (runtime_extents{6, 50, 1}));
+}
+
+TEST(GraphInterpreter, ReductionOfAFusedChainOverManyElements) {
+  std::mt19937 rng(12);
+  const auto v = placeholder<"v", float, shape<dyn>>();
+  const auto vv = random_tensor<float, shape<dyn>>(rng, {100003}, -2, 2);
+  const auto expr = sum(square(v - 0.5f));
+  const auto r = evaluate_both_ways(std::tuple{expr}, v = vv);
+  tensor<float, shape<dyn>> operand(extents_t<1>{vv.size()}, uninitialized);
+  for (std::size_t q = 0; q < vv.size(); ++q) operand[q] = (vv[q] - 0.5f) * (vv[q] - 0.5f);
+  expect_reduction_matches_reference(expr, std::get<0>(r.compiled), r.fused[0], operand.data(), {vv.size()}, {true},
+                                     "sum");
+}
+
+TEST(GraphInterpreter, ViewsMatchCompiled) {
+  elementwise_inputs in;
+  std::mt19937 rng(13);
+  const auto z = placeholder<"z", float, shape<2, 3, dyn>>();
+  const auto zv = random_tensor<float, shape<2, 3, dyn>>(rng, {2, 3, 19}, -2, 2);
+  const auto r = expect_bitwise(std::tuple{transpose(x) * 2.0f - transpose(y), permute<2, 0, 1>(z) + 1.0f,
+                                           reshape<shape<dyn, 7>>(x) * 3.0f, flatten(z) - 0.25f, tanh(slice(x, 3, 10)) + slice(y, 0, 7),
+                                           narrow<1>(x, 2, 9) * narrow<1>(y, 5, 12), transpose(z) / 4.0f},
+                                x = in.x, y = in.y, z = zv);
+  EXPECT_EQ(r.fused[2].extents(), (runtime_extents{rows * cols / 7, 7}));
+}
+
+TEST(GraphInterpreter, KernelsMatchCompiled) {
+  elementwise_inputs in;
+  std::mt19937 rng(14);
+  const auto W = variable<"W", float, shape<cols, 13>>();
+  const auto bias = variable<"bias", float, shape<13>>();
+  const auto zb = placeholder<"zb", float, shape<dyn, 9, cols>>();
+  const auto V = placeholder<"V", float, shape<dyn, cols, 5>>();
+  const auto labels = placeholder<"labels", std::int32_t, shape<dyn>>();
+  const auto Wv = random_tensor<float, shape<cols, 13>>(rng, {cols, 13}, -1, 1);
+  const auto bv = random_tensor<float, shape<13>>(rng, {13}, -1, 1);
+  const auto zbv = random_tensor<float, shape<dyn, 9, cols>>(rng, {4, 9, cols}, -1, 1);
+  const auto Vv = random_tensor<float, shape<dyn, cols, 5>>(rng, {4, cols, 5}, -1, 1);
+  auto lv = random_tensor<std::int32_t, shape<dyn>>(rng, {40}, 0, 6);
+  lv[3] = 7;  // outside [0, 7): a row of zeros on both sides
+  lv[4] = -1;
+  const auto r = expect_bitwise(std::tuple{matmul(x, W), relu(matmul(x, W) + bias), matmul(zb, W), matmul(zb, V),
+                                           concat<0>(x, y), concat<1>(x, p, y), one_hot<7>(labels),
+                                           one_hot<7, double>(labels) * 2.0},
+                                x = in.x, y = in.y, p = in.p, W = Wv, bias = bv, zb = zbv, V = Vv, labels = lv);
+  EXPECT_EQ(count_op(r.lowered, "matmul"), 3u);
+  EXPECT_EQ(r.fused[5].extents(), (runtime_extents{rows, 3 * cols}));
+}
+
+// Gradients bring the remaining ops: expand_dims (reductions' adjoints), scatter (slices' and
+// concats' adjoints), reduced_count (mean's), expand_as (broadcast operands').
+TEST(GraphInterpreter, GradientGraphsMatchCompiled) {
+  elementwise_inputs in;
+  std::mt19937 rng(15);
+  const auto z = placeholder<"z", float, shape<2, 3, dyn>>();
+  const auto zv = random_tensor<float, shape<2, 3, dyn>>(rng, {2, 3, 19}, -2, 2);
+  const auto loss = sum(square(concat<1>(slice(x, 0, 1), reshape<shape<1, cols>>(w))) * 1.5f) + mean(max(z, axes<2>)) +
+                    sum(narrow<1>(x, 2, 9) * 0.5f) + mean(sin(x) * w);
+  const auto [dw, dx, dz] = grad(loss, w, x, z);
+  const auto r = evaluate_both_ways(std::tuple{loss, dw, dx, dz}, x = in.x, w = in.w, z = zv);
+  for (const char* op : {"expand_dims", "scatter", "reduced_count", "expand_as"})
+    EXPECT_GT(count_op(r.lowered, op), 0u) << op;
+  // The loss is a sum of reductions: within float rounding of compiled. The gradients are
+  // elementwise in the reductions' values, identical here.
+  const float l = std::get<0>(r.compiled)[0];
+  EXPECT_NEAR(r.fused[0].data<float>()[0], l, 1e-5f * std::abs(l));
+  EXPECT_EQ(compare(std::get<1>(r.compiled), r.fused[1]).max_ulps, 0u) << compare(std::get<1>(r.compiled), r.fused[1]).what;
+  EXPECT_EQ(compare(std::get<2>(r.compiled), r.fused[2]).max_ulps, 0u) << compare(std::get<2>(r.compiled), r.fused[2]).what;
+  EXPECT_EQ(compare(std::get<3>(r.compiled), r.fused[3]).max_ulps, 0u) << compare(std::get<3>(r.compiled), r.fused[3]).what;
+  // Unfused, sin(x) and cos(x) run over whole stored arrays rather than the broadcast rows of the
+  // fused group (see BroadcastRowsMatchCompiled...).
+  for (std::size_t o = 0; o < 4; ++o) EXPECT_LE(compare(r.fused[o], r.unfused[o]).max_ulps, 4u) << o;
+}
+
+}  // namespace

@@ -432,7 +432,7 @@ TEST(ElementwiseBroadcast, RuntimeMismatchThrowsShapeErrorNamingOpAndShapes) {
     (void)sf::eval(sf::exp(e), a = av, b = bv);
   });
   EXPECT_NE(named.find("block/maximum"), std::string::npos) << named;
-  EXPECT_NE(named.find("elementwise_test.cpp"), std::string::npos) << named;
+  EXPECT_NE(named.find("elementwise_broadcast_test.cpp"), std::string::npos) << named;
   EXPECT_NE(named.find("[2,4]"), std::string::npos) << named;
   EXPECT_NE(named.find("[3,4]"), std::string::npos) << named;
 

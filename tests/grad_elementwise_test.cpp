@@ -1,23 +1,7 @@
 // Every elementwise op's derivative rule, checked against float64 central differences on random
 // inputs (away from kinks). The loss weights each element differently (sum(f(x) * c)) so that a
 // wrong element or a transposed gradient cannot cancel out.
-#include "gradient_support.hpp"
-
-using namespace symflow;
-using namespace symflow::testing;
-
-namespace {
-using S = shape<3, 4>;
-auto x = placeholder<"x", float, S>();
-auto c = placeholder<"c", float, S>();
-const auto cv = random_tensor<float, S>({3, 4}, -1, 1, 7);
-
-template <class F>
-void check_unary(F f, double lo, double hi, bool symmetric = true) {
-  const auto xv = symmetric ? away_from_zero<float, S>({3, 4}, lo, hi, 11) : random_tensor<float, S>({3, 4}, lo, hi, 11);
-  expect_gradient_matches(check_gradient(sum(f(x) * c), x, x = xv, c = cv));
-}
-}  // namespace
+#include "grad_elementwise_support.hpp"
 
 TEST(GradElementwise, Exp) { check_unary([](auto v) { return exp(v); }, 0.1, 2); }
 TEST(GradElementwise, Log) { check_unary([](auto v) { return log(v); }, 0.2, 3, false); }

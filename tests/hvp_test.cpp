@@ -1,6 +1,6 @@
 // Second order: hvp (a gradient differentiated again) against float64 central differences of the
 // gradient, H v ≈ (∇f(w + h v) − ∇f(w − h v)) / 2h, for a loss with a logsumexp written from ops
-// (a max reduction inside).
+// (a max reduction inside). Max and min reductions alone: hvp_reductions_test.
 #include "second_order_support.hpp"
 
 using namespace symflow;

@@ -68,6 +68,18 @@ struct reduction : expression_tag {
   node_info info;
 };
 
+// What a reduction's derivative rule is given to reduce an operand-shaped value over the node's own
+// axes, keeping them as extent 1: over(ops::sum_op{}, e). Max and min count their ties with it. In a
+// runtime rule fragment (graph/runtime/grad.hpp) the stand-in operand has rank 1 and the reduction is
+// over its axis 0; splicing the fragment into a graph gives it the node's axes.
+template <unsigned AxesBits>
+struct over_reduced_axes {
+  template <class Op, expression E>
+  auto operator()(Op, const E& e) const {
+    return reduction<Op, E, AxesBits, true>{{}, operands_of_values(e), {}};
+  }
+};
+
 // The runtime extents of a reduction node's result from its operand's, and how many operand
 // elements each result combines. Shared by every backend.
 template <class Node>

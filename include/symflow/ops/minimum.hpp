@@ -36,7 +36,11 @@ struct minimum_op : same_dtype_result {
   template <class G, class Y, class A, class B>
   static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const A& a,
                        [[maybe_unused]] const B& b) {
-    return tuple_of(where(a <= b, g, zero<value_type_of<G>>{}), where(a <= b, zero<value_type_of<G>>{}, g));
+    // Ties split the adjoint evenly (g/2 each), as JAX and PyTorch do; where either is NaN, neither gets any.
+    using T = value_type_of<G>;
+    const auto half = g * T(0.5);
+    return tuple_of(where(a < b, g, where(equal(a, b), half, zero<T>{})),
+                    where(b < a, g, where(equal(a, b), half, zero<T>{})));
   }
 #endif
 };

@@ -30,9 +30,9 @@ struct sum_op {
   }
   // Derivative rule, given the upstream adjoint g and this node's value y (both with the reduced axes
   // kept as extent 1), the operand x and the number of elements each result combines.
-  template <class G, class Y, class X, class Count>
+  template <class G, class Y, class X, class Count, class Over>
   static auto gradient([[maybe_unused]] const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x,
-                       [[maybe_unused]] const Count& count) {
+                       [[maybe_unused]] const Count& count, const Over&) {
     return tuple_of(g);
   }
   // Linear: the tangent of the result is the same reduction of the operand's tangent.

@@ -119,7 +119,8 @@ auto backprop_operands(const E& e, const G& g) {
     constexpr unsigned removed = removed_axes<E>();
     const auto& x = std::get<0>(e.args());
     const auto adjoints = E::op_type::gradient(expanded<removed>(g), expanded<removed>(e), x,
-                                               reduced_count<reduced_bits<E>(), value_type_of<E>>(x));
+                                               reduced_count<reduced_bits<E>(), value_type_of<E>>(x),
+                                               over_reduced_axes<reduced_bits<E>()>{});
     return backprop<Target, Stops, Simplify>(x, sum_to<shape_of<decltype(x)>>(maybe_simplify(std::get<0>(adjoints), simplifying)));
   } else if constexpr (E::kind == node_kind::view) {
     const auto& x = std::get<0>(e.args());

@@ -42,7 +42,7 @@ auto tangent_of(const E& e, const T& t) {
     } else {
       const auto operand = [&] {
         if constexpr (requires { Op::linear; }) return expand_as(tx, x);
-        else return expand_as(Op::tangent_operand(tx, expanded<removed_axes<E>()>(e), x), x);
+        else return expand_as(Op::tangent_operand(tx, expanded<removed_axes<E>()>(e), x, over_reduced_axes<reduced_bits<E>()>{}), x);
       }();
       using reduce_op = std::conditional_t<requires { Op::linear; }, Op, ops::sum_op>;
       return reduction<reduce_op, std::remove_cvref_t<decltype(operand)>, reduced_bits<E>(), E::keep_dims>{

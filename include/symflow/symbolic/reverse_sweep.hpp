@@ -79,7 +79,8 @@ auto local_rule(const C& c, const G& g) {
     constexpr unsigned removed = removed_axes<C>();
     const auto x = hold(std::get<0>(c.args()));
     const auto adjoints = C::op_type::gradient(expanded<removed>(g), expanded<removed>(y), x,
-                                               reduced_count<reduced_bits<C>(), value_type_of<C>>(x));
+                                               reduced_count<reduced_bits<C>(), value_type_of<C>>(x),
+                                               over_reduced_axes<reduced_bits<C>()>{});
     return tuple_of(sum_to<shape_of<std::tuple_element_t<0, operands_of<C>>>>(std::get<0>(adjoints)));
   } else if constexpr (C::kind == node_kind::view) {
     const auto x = hold(std::get<0>(c.args()));

@@ -91,14 +91,16 @@ std::optional<rule_fragment> elementwise_rule(const node_attributes& a, const st
 }
 
 // Reductions' rules take the adjoint and the value with the reduced axes kept (extent 1), the
-// operand and the count of elements each result combines.
+// operand, the count of elements each result combines, and a reducer over the node's axes. On the
+// rank-1 stand-ins that reducer reduces axis 0; splice() gives such reductions the node's axes.
 template <class Op>
 std::optional<rule_fragment> reduction_rule(const node_attributes&, const std::vector<dtype>& in) {
   return visit_dtype(in.at(0), [&](auto t) -> std::optional<rule_fragment> {
     using T = decltype(t);
     if constexpr (std::is_floating_point_v<T>) {
       return fragment_of(Op::gradient(placeholder<"g", T, shape<dyn>>(), placeholder<"y", T, shape<dyn>>(),
-                                      placeholder<"x0", T, shape<dyn>>(), placeholder<"count", T, shape<>>()));
+                                      placeholder<"x0", T, shape<dyn>>(), placeholder<"count", T, shape<>>(),
+                                      over_reduced_axes<1u>{}));
     } else {
       return std::nullopt;
     }
@@ -159,9 +161,12 @@ inline const std::optional<rule_fragment>& cached_fragment(const derivative_rule
   return it->second;
 }
 
-// Adds a fragment's nodes to the builder with its placeholders bound by `bind(name)`.
+// Adds a fragment's nodes to the builder with its placeholders bound by `bind(name)`. In a reduction's
+// fragment every `axes` attribute belongs to a reduction over the stand-in's one axis (the rule's
+// `over`): it becomes the node's `reduced_axes`.
 template <class Bind>
-std::vector<std::optional<graph_handle>> splice(graph_builder& b, const rule_fragment& f, Bind&& bind) {
+std::vector<std::optional<graph_handle>> splice(graph_builder& b, const rule_fragment& f, Bind&& bind,
+                                                const std::vector<std::int64_t>* reduced_axes = nullptr) {
   const graph& body = f.body;
   std::vector<graph_handle> value;
   for (const auto& in : body.inputs) value.push_back(bind(in.name));
@@ -179,6 +184,13 @@ std::vector<std::optional<graph_handle>> splice(graph_builder& b, const rule_fra
     }
     std::vector<graph_handle> ins;
     for (auto i : n.inputs) ins.push_back(value.at(i));
+    if (reduced_axes && n.attribute("axes")) {
+      std::vector<graph_attribute> attributes = n.attributes;
+      for (auto& a : attributes)
+        if (a.key == "axes") a.value = *reduced_axes;
+      value.push_back(b.apply(n.op, ins, attributes));
+      continue;
+    }
     value.push_back(b.apply(n.op, ins, n.attributes));
   }
   std::vector<std::optional<graph_handle>> out;
@@ -258,6 +270,8 @@ inline graph differentiate_uncached(const graph& g, const std::vector<std::strin
       if (!fragment) continue;  // no floating result: nothing flows back
       graph_handle g_in = gy, y_in = y;
       std::optional<graph_handle> count;
+      std::vector<std::int64_t> reduced_axes;
+      if (rule->kind == node_kind::reduction) reduced_axes = attrs.integers("axes");
       if (rule->kind == node_kind::reduction && !attrs.boolean("keepdims")) {
         const std::vector<graph_attribute> axes{{"axes", attrs.integers("axes")}};
         g_in = b.apply(ops::expand_dims_op<1u>::name, {gy}, axes);
@@ -274,7 +288,7 @@ inline graph differentiate_uncached(const graph& g, const std::vector<std::strin
         }
         if (name.size() == 2 && name[0] == 'x') return x.at(std::size_t(name[1] - '0'));
         throw graph_error("differentiate: a rule fragment reads an unknown placeholder '" + name + "'");
-      });
+      }, rule->kind == node_kind::reduction ? &reduced_axes : nullptr);
     }
     for (std::size_t k = 0; k < n.inputs.size() && k < contributions.size(); ++k) {
       const std::uint32_t in = n.inputs[k];

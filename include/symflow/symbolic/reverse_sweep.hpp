@@ -145,36 +145,68 @@ struct edges_into<S, T, type_list<C...>> {
 template <class S, class T>
 using edges_into_t = typename edges_into<S, T, typename S::nodes>::type;
 
-// The terms waiting to be summed into one object's adjoint, one list per incoming edge type.
+// The terms waiting to be summed into the adjoints of one node type's objects, one list per
+// incoming edge type, each term with the index of the object it is for. A struct of vectors (each
+// list a base class found by its index), one per node type: a std::tuple of vectors per object cost
+// g++ time, in the constraints of std::tuple's and std::vector's members over these term types,
+// that grew faster than the model (half of building a 3-layer MLP's sweep).
+template <std::size_t I, class Term>
+struct term_list {
+  std::vector<std::size_t> objects;
+  std::vector<Term> terms;
+};
+template <class Seq, class... Terms>
+struct term_lists_of;
+template <std::size_t... I, class... Terms>
+struct term_lists_of<std::index_sequence<I...>, Terms...> : term_list<I, Terms>... {};
+template <class... Terms>
+struct term_lists : term_lists_of<std::index_sequence_for<Terms...>, Terms...> {};
+template <std::size_t I, class Term>
+term_list<I, Term>& list_at(term_list<I, Term>& l) {
+  return l;
+}
+template <std::size_t I, class Term>
+const term_list<I, Term>& list_at(const term_list<I, Term>& l) {
+  return l;
+}
+
 template <class S, class Edges>
 struct pending_terms;
 template <class S, class... E>
 struct pending_terms<S, type_list<E...>> {
-  using type = std::tuple<std::vector<term_of<S, typename E::user, E::operand>>...>;
+  using type = term_lists<term_of<S, typename E::user, E::operand>...>;
 };
 template <class S, class T>
 using pending_t = typename pending_terms<S, edges_into_t<S, T>>::type;
 
+template <class First, class... Rest>
+auto sum_of_all(const First& first, const Rest&... rest) {
+  if constexpr (sizeof...(Rest) == 0) return first;
+  else return (first + ... + rest);
+}
+// The terms of list I sent to one object.
+template <std::size_t I, class Term>
+std::vector<Term> terms_for(const term_list<I, Term>& list, std::size_t object) {
+  std::vector<Term> out;
+  for (std::size_t k = 0; k < list.objects.size(); ++k)
+    if (list.objects[k] == object) out.push_back(list.terms[k]);
+  return out;
+}
+template <class... V, std::size_t... I>
+auto sum_lists(const term_lists<V...>& pending, std::size_t object, std::index_sequence<I...>) {
+  return sum_of_all(accumulate_terms(terms_for(list_at<I>(pending), object))...);
+}
+// The adjoint of one object: the sum of the terms its users sent it.
 template <class... V>
-auto sum_pending(const std::tuple<V...>& pending) {
-  if constexpr (sizeof...(V) == 0) {
-    return no_gradient{};
-  } else {
-    return std::apply(
-        [](const auto&... lists) {
-          return [](const auto& first, const auto&... rest) {
-            if constexpr (sizeof...(rest) == 0) return first;
-            else return (first + ... + rest);
-          }(accumulate_terms(lists)...);
-        },
-        pending);
-  }
+auto sum_pending(const term_lists<V...>& pending, std::size_t object) {
+  if constexpr (sizeof...(V) == 0) return no_gradient{};
+  else return sum_lists(pending, object, std::index_sequence_for<V...>{});
 }
 
 template <class S, class T>
 struct adjoint_of {
   using type = std::conditional_t<std::is_same_v<T, typename S::loss_type>, one<value_type_of<T>>,
-                                  decltype(sum_pending(std::declval<const pending_t<S, T>&>()))>;
+                                  decltype(sum_pending(std::declval<const pending_t<S, T>&>(), std::size_t{}))>;
 };
 
 }  // namespace detail::sweep
@@ -194,7 +226,7 @@ struct node_table {
   using node_type = T;
   std::vector<T> objects;
   std::unordered_map<const void*, std::size_t> index;
-  std::vector<pending_t<S, T>> pending;
+  pending_t<S, T> pending;
 };
 template <std::size_t I, class S, class T>
 node_table<S, I, T>& table_at(node_table<S, I, T>& t) {
@@ -233,7 +265,6 @@ struct sweep {
         std::apply([&](const auto&... a) { (collect(a), ...); }, e.args());
       table.index.emplace(id, table.objects.size());
       table.objects.push_back(e);
-      table.pending.emplace_back();
     }
   }
 
@@ -249,7 +280,7 @@ struct sweep {
         const C& c = objects[n];
         const auto adjoint = [&] {
           if constexpr (std::is_same_v<C, typename S::loss_type>) return one<value_type_of<C>>{};
-          else return sum_pending(table.pending[n]);
+          else return sum_pending(table.pending, n);
         }();
         if constexpr (!is_no_gradient_v<decltype(adjoint)>) {
           using Key = adjoint_key<S, C>;
@@ -275,7 +306,9 @@ struct sweep {
       constexpr std::size_t e = index_in<edge<C, I>, edges_into_t<S, A>>::value;
       auto& table = table_at<k, S>(t);
       const std::size_t n = table.index.at(node_identity(operand));
-      std::get<e>(table.pending[n]).push_back(term);
+      auto& list = list_at<e>(table.pending);
+      list.objects.push_back(n);
+      list.terms.push_back(term);
     }
   }
 
@@ -287,7 +320,7 @@ struct sweep {
       return expand_as(zero<T>{}, leaf);
     } else {
       constexpr std::size_t k = slot<Leaf>;
-      auto g = sum_pending(table_at<k, S>(t).pending.at(0));
+      auto g = sum_pending(table_at<k, S>(t).pending, 0);
       if constexpr (is_no_gradient_v<decltype(g)>) return expand_as(zero<T>{}, leaf);
       else if constexpr (!std::is_same_v<shape_of<decltype(g)>, shape_of<Leaf>>) return expand_as(g, leaf);
       else return g;

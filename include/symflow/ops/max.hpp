@@ -6,7 +6,7 @@
 #include "../expr/reduction.hpp"
 #include "../expr/leaves.hpp"
 #include "maximum.hpp"
-#include "sum.hpp"
+#include "extremum_rules.hpp"
 #include "packet_math.hpp"
 #endif
 
@@ -40,25 +40,14 @@ struct max_op {
     // Lane by lane with combine: Eigen's predux_max leaves NaN and the sign of zero unspecified.
     return simd::fold_lanes(p, [](auto a, auto b) { return combine(a, b); });
   }
-  // Derivative rule, given the upstream adjoint g and this node's value y (both with the reduced axes
-  // kept as extent 1), the operand x, the number of elements each result combines, and `over`, which
-  // reduces an operand-shaped value over this node's axes. The elements equal to the extremum share the
-  // adjoint evenly: with k ties each gets g / k, the others 0 (-0 and +0 tie). As in JAX and PyTorch's
-  // amax/amin, a NaN extremum equals no element and its whole slice gets NaN (0 · g / 0).
+  // Derivative rules: ties share the adjoint evenly (ops/extremum_rules.hpp).
   template <class G, class Y, class X, class Count, class Over>
-  static auto gradient([[maybe_unused]] const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x,
-                       [[maybe_unused]] const Count& count, const Over& over) {
-    using T = value_type_of<G>;
-    const auto indicator = where(equal(x, y), one<T>{}, zero<T>{});
-    return tuple_of(g / over(sum_op{}, indicator) * indicator);
+  static auto gradient(const G& g, const Y& y, const X& x, const Count&, const Over& over) {
+    return extremum_gradient(g, y, x, over);
   }
-  // Forward mode: the mean of the tangent over the ties (each tie's share, summed by the caller over the
-  // reduced axes); NaN where the extremum is NaN, as the reverse rule.
   template <class TX, class Y, class X, class Over>
   static auto tangent_operand(const TX& tx, const Y& y, const X& x, const Over& over) {
-    using T = value_type_of<X>;
-    const auto at_extremum = equal(x, y);
-    return where(at_extremum, tx, zero<T>{}) / over(sum_op{}, where(at_extremum, one<T>{}, zero<T>{}));
+    return extremum_tangent(tx, y, x, over);
   }
 #endif
   template <class T>

@@ -1,0 +1,31 @@
+#pragma once
+// The derivative rules max and min reductions share (ops/max.hpp, ops/min.hpp).
+#include "../expr/leaves.hpp"
+#include "../expr/reduction.hpp"
+#include "equal.hpp"
+#include "sum.hpp"
+#include "where.hpp"
+
+namespace symflow::ops {
+
+// Reverse: given the adjoint g and the extremum y (reduced axes kept as extent 1), the operand x and
+// `over`, a reducer over the node's axes. The elements equal to the extremum share the adjoint
+// evenly: with k ties each gets g / k, the others 0 (-0 and +0 tie). As in JAX and PyTorch's
+// amax/amin, a NaN extremum equals no element and its whole slice gets NaN (0 · g / 0).
+template <class G, class Y, class X, class Over>
+auto extremum_gradient(const G& g, const Y& y, const X& x, const Over& over) {
+  using T = value_type_of<G>;
+  const auto indicator = where(equal(x, y), one<T>{}, zero<T>{});
+  return tuple_of(g / over(sum_op{}, indicator) * indicator);
+}
+
+// Forward: the mean of the tangent over the ties (each tie's share, summed by the caller over the
+// reduced axes); NaN where the extremum is NaN, as the reverse rule.
+template <class TX, class Y, class X, class Over>
+auto extremum_tangent(const TX& tx, const Y& y, const X& x, const Over& over) {
+  using T = value_type_of<X>;
+  const auto at_extremum = equal(x, y);
+  return where(at_extremum, tx, zero<T>{}) / over(sum_op{}, where(at_extremum, one<T>{}, zero<T>{}));
+}
+
+}  // namespace symflow::ops

@@ -18,6 +18,8 @@
 
 #include <symflow/symflow.hpp>
 
+#include "random_tensor_support.hpp"
+
 namespace sf = symflow;
 using sf::dyn;
 using sf::shape;
@@ -61,22 +63,7 @@ constexpr tolerance zero_crossing_tolerance(double magnitude) {
 
 std::mt19937 rng(unsigned salt) { return std::mt19937(0x5eed0000u + salt); }
 
-// Uniform random values in [lo, hi] of dtype T (bool: a fair coin).
-template <class T, std::size_t R>
-dyn_tensor<T, R> random_tensor(const sf::extents_t<R>& e, double lo, double hi, std::mt19937& g) {
-  dyn_tensor<T, R> t(e, sf::uninitialized);
-  if constexpr (std::is_same_v<T, bool>) {
-    std::bernoulli_distribution d(0.5);
-    for (auto& v : t) v = d(g);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    std::uniform_real_distribution<double> d(lo, hi);
-    for (auto& v : t) v = static_cast<T>(d(g));
-  } else {
-    std::uniform_int_distribution<long long> d(static_cast<long long>(lo), static_cast<long long>(hi));
-    for (auto& v : t) v = static_cast<T>(d(g));
-  }
-  return t;
-}
+using test_random::random_tensor;
 
 // Values in +-[lo, hi] with a random sign (keeps divisors and log arguments away from 0).
 template <class T>

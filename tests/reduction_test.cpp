@@ -22,6 +22,8 @@
 
 #include <symflow/symflow.hpp>
 
+#include "random_tensor_support.hpp"
+
 namespace sf = symflow;
 using sf::axes;
 using sf::dyn;
@@ -34,25 +36,7 @@ using dyn_tensor = sf::tensor<T, sf::dyn_shape<R>>;
 
 std::mt19937 rng(unsigned salt) { return std::mt19937(0x5eed1000u + salt); }
 
-// Uniform values in [lo, hi] (integer dtypes: integers in that range; integral: floats holding
-// integers, whose sums stay exact in float below 2^24 whatever the summation order).
-template <class T, std::size_t R>
-dyn_tensor<T, R> random_tensor(const sf::extents_t<R>& e, double lo, double hi, std::mt19937& g, bool integral = false) {
-  dyn_tensor<T, R> t(e, sf::uninitialized);
-  if constexpr (std::is_floating_point_v<T>) {
-    if (integral) {
-      std::uniform_int_distribution<long long> d(static_cast<long long>(lo), static_cast<long long>(hi));
-      for (auto& v : t) v = static_cast<T>(d(g));
-    } else {
-      std::uniform_real_distribution<double> d(lo, hi);
-      for (auto& v : t) v = static_cast<T>(d(g));
-    }
-  } else {
-    std::uniform_int_distribution<long long> d(static_cast<long long>(lo), static_cast<long long>(hi));
-    for (auto& v : t) v = static_cast<T>(d(g));
-  }
-  return t;
-}
+using test_random::random_tensor;
 
 // Elementwise |got - want| <= allowed (NaN matches NaN, infinities must match exactly).
 template <class T, class S>

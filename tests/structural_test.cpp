@@ -15,6 +15,8 @@
 
 #include <symflow/symflow.hpp>
 
+#include "random_tensor_support.hpp"
+
 namespace sf = symflow;
 using sf::axes;
 using sf::dyn;
@@ -30,18 +32,7 @@ using e3 = sf::extents_t<3>;
 
 std::mt19937 rng(unsigned salt) { return std::mt19937(0x5eed2000u + salt); }
 
-template <class T, std::size_t R>
-dyn_tensor<T, R> random_tensor(const sf::extents_t<R>& e, double lo, double hi, std::mt19937& g) {
-  dyn_tensor<T, R> t(e, sf::uninitialized);
-  if constexpr (std::is_floating_point_v<T>) {
-    std::uniform_real_distribution<double> d(lo, hi);
-    for (auto& v : t) v = static_cast<T>(d(g));
-  } else {
-    std::uniform_int_distribution<long long> d(static_cast<long long>(lo), static_cast<long long>(hi));
-    for (auto& v : t) v = static_cast<T>(d(g));
-  }
-  return t;
-}
+using test_random::random_tensor;
 
 // Unit roundoff of T: a correctly rounded operation is within u * |result|.
 template <class T>

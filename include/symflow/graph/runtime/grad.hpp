@@ -184,14 +184,11 @@ std::vector<std::optional<graph_handle>> splice(graph_builder& b, const rule_fra
     }
     std::vector<graph_handle> ins;
     for (auto i : n.inputs) ins.push_back(value.at(i));
-    if (reduced_axes && n.attribute("axes")) {
-      std::vector<graph_attribute> attributes = n.attributes;
+    std::vector<graph_attribute> attributes = n.attributes;
+    if (reduced_axes)
       for (auto& a : attributes)
         if (a.key == "axes") a.value = *reduced_axes;
-      value.push_back(b.apply(n.op, ins, attributes));
-      continue;
-    }
-    value.push_back(b.apply(n.op, ins, n.attributes));
+    value.push_back(b.apply(n.op, ins, attributes));
   }
   std::vector<std::optional<graph_handle>> out;
   for (int k : f.operand_output)
@@ -270,10 +267,10 @@ inline graph differentiate_uncached(const graph& g, const std::vector<std::strin
       if (!fragment) continue;  // no floating result: nothing flows back
       graph_handle g_in = gy, y_in = y;
       std::optional<graph_handle> count;
-      std::vector<std::int64_t> reduced_axes;
-      if (rule->kind == node_kind::reduction) reduced_axes = attrs.integers("axes");
-      if (rule->kind == node_kind::reduction && !attrs.boolean("keepdims")) {
-        const std::vector<graph_attribute> axes{{"axes", attrs.integers("axes")}};
+      const bool reduction = rule->kind == node_kind::reduction;
+      const std::vector<std::int64_t> reduced_axes = reduction ? attrs.integers("axes") : std::vector<std::int64_t>{};
+      if (reduction && !attrs.boolean("keepdims")) {
+        const std::vector<graph_attribute> axes{{"axes", reduced_axes}};
         g_in = b.apply(ops::expand_dims_op<1u>::name, {gy}, axes);
         y_in = b.apply(ops::expand_dims_op<1u>::name, {y}, axes);
       }
@@ -283,12 +280,12 @@ inline graph differentiate_uncached(const graph& g, const std::vector<std::strin
         if (name == "count") {
           if (!count)
             count = b.apply(ops::reduced_count_op<1u, float>::name, {x[0]},
-                            {{"axes", attrs.integers("axes")}, {"to", std::string(dtype_name(types[0]))}});
+                            {{"axes", reduced_axes}, {"to", std::string(dtype_name(types[0]))}});
           return *count;
         }
         if (name.size() == 2 && name[0] == 'x') return x.at(std::size_t(name[1] - '0'));
         throw graph_error("differentiate: a rule fragment reads an unknown placeholder '" + name + "'");
-      }, rule->kind == node_kind::reduction ? &reduced_axes : nullptr);
+      }, reduction ? &reduced_axes : nullptr);
     }
     for (std::size_t k = 0; k < n.inputs.size() && k < contributions.size(); ++k) {
       const std::uint32_t in = n.inputs[k];

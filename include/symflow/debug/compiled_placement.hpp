@@ -3,8 +3,8 @@
 // expression eval computes prints once where it ran and which ops it runs, by scoped name, read from
 // its graph lowering (the same lowering check_numerics uses to localise, so no further template code).
 #include <string>
-#include <tuple>
 
+#include "../core/plain_tuple.hpp"
 #include "../eval/cpu/parallel.hpp"
 #include "../graph/to_graph.hpp"
 #include "placement_log.hpp"
@@ -12,9 +12,9 @@
 namespace symflow::detail {
 
 template <class... E>
-void log_compiled_placement(const std::tuple<const E&...>& exprs) {
+void log_compiled_placement(const plain_tuple<const E&...>& exprs) {
   if (!host_placement_log_enabled()) return;
-  const graph g = std::apply([](const auto&... e) { return to_graph(e...); }, exprs);
+  const graph g = apply_plain([](const auto&... e) { return to_graph(e...); }, exprs);
   std::string ops, results;
   for (const auto& n : g.nodes)
     if (!n.is_literal()) ops += (ops.empty() ? "" : ", ") + n.op + " '" + n.name + "'";

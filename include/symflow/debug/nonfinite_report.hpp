@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../core/params.hpp"
+#include "../core/plain_tuple.hpp"
 #include "../graph/runtime/value.hpp"
 #include "../graph/to_graph.hpp"
 #include "numerics.hpp"
@@ -42,9 +43,9 @@ void add_localising_feed(runtime_feeds& feeds, const params*& store, const Sourc
 // throws numerics_error naming the node). Returns when the localiser found nothing. Also used by the
 // CUDA backend, with feeds copied back from the device.
 template <class... E>
-void localise_nonfinite_outputs(nonfinite_localiser localise, const std::tuple<const E&...>& exprs,
+void localise_nonfinite_outputs(nonfinite_localiser localise, const plain_tuple<const E&...>& exprs,
                                 const runtime_feeds& feeds, const params* store) {
-  const graph g = std::apply([](const auto&... e) { return to_graph(e...); }, exprs);
+  const graph g = apply_plain([](const auto&... e) { return to_graph(e...); }, exprs);
   // A variable fed like a placeholder (eval(e, W = tensor)) is a parameter of the graph, which the
   // interpreter reads from a store: such feeds go into a copy of the store (a feed wins, as in eval).
   params fed_parameters;
@@ -116,7 +117,7 @@ inline constexpr const char* localiser_disagreed =
     "node finite: the two disagree (please report it with the feeds), so no node can be named";
 
 template <class... E, class... Sources>
-[[noreturn]] void report_nonfinite(const std::tuple<const E&...>& exprs, const std::vector<nonfinite_output>& bad,
+[[noreturn]] void report_nonfinite(const plain_tuple<const E&...>& exprs, const std::vector<nonfinite_output>& bad,
                                    const Sources&... sources) {
   const nonfinite_localiser localise = nonfinite_localiser_hook().load();
   if (localise) {
@@ -125,7 +126,7 @@ template <class... E, class... Sources>
     (add_localising_feed(feeds, store, sources), ...);
     localise_nonfinite_outputs(localise, exprs, feeds, store);  // throws numerics_error naming the node
   }
-  const graph g = std::apply([](const auto&... e) { return to_graph(e...); }, exprs);
+  const graph g = apply_plain([](const auto&... e) { return to_graph(e...); }, exprs);
   throw_unlocalised_nonfinite(g, bad, localise ? localiser_disagreed : no_localiser_linked);
 }
 }  // namespace detail

@@ -23,12 +23,12 @@ template <class... Args>
 traced_run run_through_interpreter(interpreter_options options, const Args&... args) {
   constexpr std::size_t k = detail::leading_expressions<Args...>();
   static_assert(k >= 1, "symflow: trace_eval takes a trace spec, expressions, then feeds and optionally params");
-  const auto all = std::tie(args...);
+  const auto all = tie_plain(args...);  // not std::tie: see core/plain_tuple.hpp
   return [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
-    const graph g = to_graph(std::get<X>(all)...);
+    const graph g = to_graph(get<X>(all)...);
     runtime_feeds feeds;
     const params* store = nullptr;
-    (detail::add_localising_feed(feeds, store, std::get<k + S>(all)), ...);
+    (detail::add_localising_feed(feeds, store, get<k + S>(all)), ...);
     options.allow_unused_feeds = true;  // as eval: feeds the expressions do not read are ignored
     const interpreter run(g, options);
     traced_run out;

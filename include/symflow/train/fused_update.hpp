@@ -36,17 +36,17 @@ void fused_update(std::tuple<Views...> outputs, const E1& e1, const Rest&... res
   static_assert(k >= 1 && k <= 1 + sizeof...(Rest), "symflow: fused_update needs one output view per expression");
   static_assert((detail::is_mutable_view_v<std::remove_cvref_t<Views>> && ...),
                 "symflow: fused_update writes into tensor_views of mutable elements");
-  const auto args = std::tie(e1, rest...);
+  const auto args = tie_plain(e1, rest...);  // not std::tie: see core/plain_tuple.hpp
   using all = std::tuple<E1, Rest...>;
   [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
     static_assert((expression<std::tuple_element_t<X, all>> && ...),
                   "symflow: fused_update takes as many expressions as output views");
     cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<k + S, all>>...>
-        ctx(std::get<k + S>(args)...);
-    auto evaluators = std::tuple{cpu::make_evaluator(std::get<X>(args), ctx)...};
-    using plan = cpu::one_pass_plan<std::remove_cvref_t<decltype(std::get<X>(evaluators))>...>;
-    static_assert((cpu::is_elementwise_eval_v<std::remove_cvref_t<decltype(std::get<X>(evaluators))>> && ...),
+        ctx(get<k + S>(args)...);
+    auto evaluators = make_plain_tuple(cpu::make_evaluator(get<X>(args), ctx)...);
+    using plan = cpu::one_pass_plan<std::remove_cvref_t<decltype(get<X>(evaluators))>...>;
+    static_assert((cpu::is_elementwise_eval_v<std::remove_cvref_t<decltype(get<X>(evaluators))>> && ...),
                   "symflow: every expression of a fused update must be elementwise at its root");
     static_assert(k == 1 || plan::size == k,
                   "symflow: the expressions of a fused update must share one floating-point dtype");
@@ -57,8 +57,8 @@ void fused_update(std::tuple<Views...> outputs, const E1& e1, const Rest&... res
           static_assert(std::is_same_v<typename View::value_type, value_type_of<Expr>> && View::rank == Expr::rank,
                         "symflow: an output view's dtype or rank does not match its expression");
           const auto& view = std::get<X>(outputs);
-          const auto& ev = std::get<X>(evaluators);
-          const auto& first = std::get<0>(evaluators);
+          const auto& ev = get<X>(evaluators);
+          const auto& first = get<0>(evaluators);
           bool same = view.is_contiguous() && view.extents() == ev.extents;
           if constexpr (std::tuple_size_v<std::remove_cvref_t<decltype(first.extents)>> == View::rank)
             same = same && ev.extents == first.extents;

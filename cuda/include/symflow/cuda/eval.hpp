@@ -114,7 +114,7 @@ device_tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&.
   auto evs = std::tuple{detail::make_root_evaluator(expr, ctx)};
   device_tensor<value_type_of<E>, shape_of<E>> out(std::get<0>(evs).extents, ctx.stream);
   if (!detail::compute_outputs<std::tuple<E>>(evs, ctx, {static_cast<void*>(out.data())}))
-    detail::report_nonfinite_on_device(std::tie(expr), ctx.stream, sources...);
+    detail::report_nonfinite_on_device(tie_plain(expr), ctx.stream, sources...);
   return out;
 }
 
@@ -129,7 +129,7 @@ void eval_into(Out&& out, const E& expr, const Sources&... sources) {
   auto evs = std::tuple{detail::make_root_evaluator(expr, ctx)};
   void* memory = detail::output_memory_for<E>(out, std::get<0>(evs), ctx.stream);
   if (!detail::compute_outputs<std::tuple<E>>(evs, ctx, {memory}))
-    detail::report_nonfinite_on_device(std::tie(expr), ctx.stream, sources...);
+    detail::report_nonfinite_on_device(tie_plain(expr), ctx.stream, sources...);
 }
 
 // Several outputs in one evaluation: eval_into(std::tie(L, dW, db), loss, dW_expr, db_expr, sources...).
@@ -141,16 +141,16 @@ template <class... Out, expression E1, class... Rest>
 void eval_into(std::tuple<Out...> outs, const E1& e1, const Rest&... rest) {
   constexpr std::size_t k = 1 + detail::leading_expressions<Rest...>();
   static_assert(k == sizeof...(Out), "symflow: cuda::eval_into needs one output per expression");
-  const auto args = std::tie(e1, rest...);
+  const auto args = tie_plain(e1, rest...);
   using all = std::tuple<E1, Rest...>;
   [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
     using exprs = std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>;
-    detail::context<std::remove_cvref_t<std::tuple_element_t<k + S, all>>...> ctx(std::get<k + S>(args)...);
-    auto evs = std::tuple{detail::make_root_evaluator(std::get<X>(args), ctx)...};
+    detail::context<std::remove_cvref_t<std::tuple_element_t<k + S, all>>...> ctx(get<k + S>(args)...);
+    auto evs = std::tuple{detail::make_root_evaluator(get<X>(args), ctx)...};
     const std::array<void*, k> memory{
         detail::output_memory_for<std::tuple_element_t<X, exprs>>(std::get<X>(outs), std::get<X>(evs), ctx.stream)...};
     if (!detail::compute_outputs<exprs>(evs, ctx, memory))
-      detail::report_nonfinite_on_device(std::tie(std::get<X>(args)...), ctx.stream, std::get<k + S>(args)...);
+      detail::report_nonfinite_on_device(tie_plain(get<X>(args)...), ctx.stream, get<k + S>(args)...);
   }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Rest) + 1 - k>{});
 }
 
@@ -159,16 +159,16 @@ void eval_into(std::tuple<Out...> outs, const E1& e1, const Rest&... rest) {
 template <expression E1, expression E2, class... Rest>
 auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
   constexpr std::size_t k = 2 + detail::leading_expressions<Rest...>();
-  const auto args = std::tie(e1, e2, rest...);
+  const auto args = tie_plain(e1, e2, rest...);
   using all = std::tuple<E1, E2, Rest...>;
   return [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
     using exprs = std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>;
-    detail::context<std::remove_cvref_t<std::tuple_element_t<k + S, all>>...> ctx(std::get<k + S>(args)...);
-    auto evs = std::tuple{detail::make_root_evaluator(std::get<X>(args), ctx)...};
+    detail::context<std::remove_cvref_t<std::tuple_element_t<k + S, all>>...> ctx(get<k + S>(args)...);
+    auto evs = std::tuple{detail::make_root_evaluator(get<X>(args), ctx)...};
     auto outs = std::tuple{device_tensor<value_type_of<std::tuple_element_t<X, exprs>>, shape_of<std::tuple_element_t<X, exprs>>>(
         std::get<X>(evs).extents, ctx.stream)...};
     if (!detail::compute_outputs<exprs>(evs, ctx, {static_cast<void*>(std::get<X>(outs).data())...}))
-      detail::report_nonfinite_on_device(std::tie(std::get<X>(args)...), ctx.stream, std::get<k + S>(args)...);
+      detail::report_nonfinite_on_device(tie_plain(get<X>(args)...), ctx.stream, get<k + S>(args)...);
     return outs;
   }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Rest) + 2 - k>{});
 }

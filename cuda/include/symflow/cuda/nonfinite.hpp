@@ -59,7 +59,7 @@ void add_device_localising_feed(runtime_feeds& feeds, params& store, bool& has_s
 
 // The evaluation's outputs hold NaN or infinities: name the node that produced them first.
 template <class... E, class... Sources>
-[[noreturn]] void report_nonfinite_on_device(const std::tuple<const E&...>& exprs, cudaStream_t stream,
+[[noreturn]] void report_nonfinite_on_device(const plain_tuple<const E&...>& exprs, cudaStream_t stream,
                                              const Sources&... sources) {
   if (nonfinite_localiser localise = nonfinite_localiser_hook().load()) {
     runtime_feeds feeds;
@@ -79,7 +79,7 @@ template <class... E, class... Sources>
                          "on the CPU interpreter found none (the GPU's arithmetic differs, e.g. TF32 or an "
                          "overflow the CPU rounds differently, or an output overwrote an input it reads)");
   }
-  symflow::detail::throw_unlocalised_nonfinite(std::apply([](const auto&... e) { return to_graph(e...); }, exprs), {},
+  symflow::detail::throw_unlocalised_nonfinite(apply_plain([](const auto&... e) { return to_graph(e...); }, exprs), {},
                                                symflow::detail::no_localiser_linked);
 }
 

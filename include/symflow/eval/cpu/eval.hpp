@@ -55,11 +55,11 @@ void adopt_result(Tensor& out, Tensor&& fresh) {
 // reductions, when the expression has them).
 template <expression E, class... Sources>
 tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sources) {
-  detail::log_compiled_placement(std::tie(expr));
+  detail::log_compiled_placement(tie_plain(expr));
   cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
   auto ev = cpu::make_evaluator(expr, ctx);
   tensor<value_type_of<E>, shape_of<E>> out(ev.extents, uninitialized);
-  if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(std::tie(expr), detail::nonfinite_outputs(out), sources...);
+  if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(tie_plain(expr), detail::nonfinite_outputs(out), sources...);
   return out;
 }
 
@@ -70,13 +70,13 @@ tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sour
 template <expression E, class... Sources>
 void eval_into(tensor<value_type_of<E>, shape_of<E>>& out, const E& expr, const Sources&... sources) {
   using result = tensor<value_type_of<E>, shape_of<E>>;
-  detail::log_compiled_placement(std::tie(expr));
+  detail::log_compiled_placement(tie_plain(expr));
   cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
   auto ev = cpu::make_evaluator(expr, ctx);
   if (check_numerics_enabled()) {
     result fresh(ev.extents, uninitialized);
     if (!cpu::compute(ev, ctx, fresh.data()))
-      detail::report_nonfinite(std::tie(expr), detail::nonfinite_outputs(fresh), sources...);
+      detail::report_nonfinite(tie_plain(expr), detail::nonfinite_outputs(fresh), sources...);
     cpu::adopt_result(out, std::move(fresh));
     return;
   }
@@ -100,32 +100,32 @@ template <class... Out, expression E1, class... Rest>
 void eval_into(std::tuple<Out&...> outs, const E1& e1, const Rest&... rest) {
   constexpr std::size_t k = 1 + detail::leading_expressions<Rest...>();
   static_assert(k == sizeof...(Out), "symflow: eval_into needs one output tensor per expression");
-  const auto args = std::tie(e1, rest...);
+  const auto args = tie_plain(e1, rest...);  // not std::tie: see core/plain_tuple.hpp
   using all = std::tuple<E1, Rest...>;
   [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
-    detail::log_compiled_placement(std::tie(std::get<X>(args)...));
+    detail::log_compiled_placement(tie_plain(get<X>(args)...));
     cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<k + S, all>>...>
-        ctx(std::get<k + S>(args)...);
-    auto evs = std::tuple{cpu::make_evaluator(std::get<X>(args), ctx)...};
+        ctx(get<k + S>(args)...);
+    auto evs = make_plain_tuple(cpu::make_evaluator(get<X>(args), ctx)...);
     static_assert((std::is_same_v<std::remove_cvref_t<Out>, tensor<value_type_of<std::tuple_element_t<X, all>>,
                                                                    shape_of<std::tuple_element_t<X, all>>>> && ...),
                   "symflow: an output tensor's dtype or shape type does not match its expression");
     if (check_numerics_enabled()) {
       // Computed aside, moved into the caller's tensors only when every output is finite.
-      std::tuple<std::remove_cvref_t<Out>...> fresh{std::remove_cvref_t<Out>(std::get<X>(evs).extents, uninitialized)...};
+      std::tuple<std::remove_cvref_t<Out>...> fresh{std::remove_cvref_t<Out>(get<X>(evs).extents, uninitialized)...};
       auto fresh_refs = std::tie(std::get<X>(fresh)...);
       cpu::compute_outputs(evs, ctx, fresh_refs);
       if (!cpu::outputs_finite(fresh_refs))
-        detail::report_nonfinite(std::tie(std::get<X>(args)...), cpu::nonfinite_outputs(fresh_refs), std::get<k + S>(args)...);
+        detail::report_nonfinite(tie_plain(get<X>(args)...), cpu::nonfinite_outputs(fresh_refs), get<k + S>(args)...);
       (cpu::adopt_result(std::get<X>(outs), std::move(std::get<X>(fresh))), ...);
       return;
     }
     (
         [&] {
           auto& out = std::get<X>(outs);
-          if (out.extents() != std::get<X>(evs).extents || out.data() == nullptr)
-            out = std::remove_cvref_t<decltype(out)>(std::get<X>(evs).extents, uninitialized);
+          if (out.extents() != get<X>(evs).extents || out.data() == nullptr)
+            out = std::remove_cvref_t<decltype(out)>(get<X>(evs).extents, uninitialized);
         }(),
         ...);
     cpu::compute_outputs(evs, ctx, outs);
@@ -137,20 +137,20 @@ void eval_into(std::tuple<Out&...> outs, const E1& e1, const Rest&... rest) {
 template <expression E1, expression E2, class... Rest>
 auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
   constexpr std::size_t k = detail::leading_expressions<Rest...>();
-  const auto args = std::tie(e1, e2, rest...);
+  const auto args = tie_plain(e1, e2, rest...);
   return [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
     using all = std::tuple<E1, E2, Rest...>;
-    detail::log_compiled_placement(std::tie(std::get<X>(args)...));
+    detail::log_compiled_placement(tie_plain(get<X>(args)...));
     cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<2 + k + S, all>>...>
-        ctx(std::get<2 + k + S>(args)...);
-    auto evs = std::tuple{cpu::make_evaluator(std::get<X>(args), ctx)...};
+        ctx(get<2 + k + S>(args)...);
+    auto evs = make_plain_tuple(cpu::make_evaluator(get<X>(args), ctx)...);
     auto outs = std::tuple{tensor<value_type_of<std::tuple_element_t<X, std::tuple<E1, E2, Rest...>>>,
                                   shape_of<std::tuple_element_t<X, std::tuple<E1, E2, Rest...>>>>(
-        std::get<X>(evs).extents, uninitialized)...};
+        get<X>(evs).extents, uninitialized)...};
     cpu::compute_outputs(evs, ctx, outs);
     if (!cpu::outputs_finite(outs))
-      detail::report_nonfinite(std::tie(std::get<X>(args)...), cpu::nonfinite_outputs(outs), std::get<2 + k + S>(args)...);
+      detail::report_nonfinite(tie_plain(get<X>(args)...), cpu::nonfinite_outputs(outs), get<2 + k + S>(args)...);
     return outs;
   }(std::make_index_sequence<2 + k>{}, std::make_index_sequence<sizeof...(Rest) - k>{});
 }

@@ -180,11 +180,11 @@ auto make_evaluator(const E& node, Ctx& ctx) {
     auto ev = std::apply(
         [&](const auto&... a) {
           using eval_t = elementwise_eval<typename E::op_type, T, R, decltype(make_operand_evaluator(a, ctx))...>;
-          return eval_t{{make_operand_evaluator(a, ctx)...}, node.op, {}};
+          return eval_t{{{{make_operand_evaluator(a, ctx)}...}}, node.op, {}};
         },
         node.args());
     ev.extents.fill(1);
-    std::apply(
+    apply_plain(
         [&](const auto&... c) {
           bool ok = (broadcast_into<R>(ev.extents, c.extents) && ...);
           if (!ok) {

@@ -126,12 +126,12 @@ void run_one_pass(frame f, O&... outputs) {
   std::array<bool, max_threads_supported> used{};
   parallel_ranges(f.size(), width, [&](std::size_t thread, std::size_t begin, std::size_t end) {
     if (begin >= end || thread >= max_threads_supported) return;
-    auto local = std::tuple<O...>(outputs...);
+    auto local = plain_tuple<O...>{{{outputs}...}};
     row_cursor cursor;
     cursor.seek(f, begin / inner);
     std::size_t j = begin % inner;
     while (begin < end) {
-      std::apply([&](auto&... o) { (o.row(f, cursor), ...); }, local);
+      apply_plain([&](auto&... o) { (o.row(f, cursor), ...); }, local);
       const std::size_t stop = std::min(inner, j + (end - begin));
       begin += stop - j;
       while (j < stop) {
@@ -139,7 +139,7 @@ void run_one_pass(frame f, O&... outputs) {
         if constexpr (vec) {
           using P = simd::packet_t<T>;
           for (; j + width <= block_end; j += width) {
-            std::apply(
+            apply_plain(
                 [&](auto&... o) {
                   const auto values = std::tuple{o.template value<P>(j)...};  // all computed before any store
                   [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -150,26 +150,26 @@ void run_one_pass(frame f, O&... outputs) {
           }
         }
         for (; j < block_end; ++j)
-          std::apply([&](auto&... o) {
+          apply_plain([&](auto&... o) {
             const auto values = std::tuple{o.value(j)...};
             [&]<std::size_t... I>(std::index_sequence<I...>) { (o.take(j, std::get<I>(values)), ...); }(
                 std::index_sequence_for<O...>{});
           }, local);
-        std::apply([&](auto&... o) { (o.flush(), ...); }, local);
+        apply_plain([&](auto&... o) { (o.flush(), ...); }, local);
       }
       j = 0;
       cursor.next(f);
     }
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((partials[thread][I] = [&] {
-         if constexpr (is_reduce_output_v<O>) return std::get<I>(local).total;
+         if constexpr (is_reduce_output_v<O>) return get<I>(local).total;
          else return T{};
        }()),
        ...);
     }(std::index_sequence_for<O...>{});
     used[thread] = true;
   });
-  auto all = std::tie(outputs...);
+  auto all = plain_tuple<O&...>{{{outputs}...}};
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
@@ -179,7 +179,7 @@ void run_one_pass(frame f, O&... outputs) {
             T total = Op::template identity<T>();
             for (std::size_t t = 0; t < max_threads_supported; ++t)
               if (used[t]) total = Op::combine(total, partials[t][I]);
-            std::get<I>(all).out[0] = Op::finish(total, std::get<I>(all).count);
+            get<I>(all).out[0] = Op::finish(total, get<I>(all).count);
           }
         }(),
         ...);
@@ -249,23 +249,23 @@ auto one_pass_output(Ev& ev, Ctx& ctx, T* out) {
 }
 
 template <class... Ev, class Ctx, class... Out>
-void compute_outputs(std::tuple<Ev...>& evs, Ctx& ctx, std::tuple<Out...>& outs) {
+void compute_outputs(plain_tuple<Ev...>& evs, Ctx& ctx, std::tuple<Out...>& outs) {
   using plan = one_pass_plan<Ev...>;
   bool grouped = false;
   if constexpr (plan::size >= 2) {
     using T = typename plan::group_type;
     grouped = [&]<std::size_t... K>(std::index_sequence<K...>) {
-      const frame f = loop_frame(std::get<plan::members[0]>(evs));
-      if (!(same_frame(f, loop_frame(std::get<plan::members[K]>(evs))) && ...)) return false;
-      auto outputs = std::tuple{one_pass_output<T>(std::get<plan::members[K]>(evs), ctx,
-                                                   std::get<plan::members[K]>(outs).data())...};
-      std::apply([&](auto&... o) { run_one_pass<T>(f, o...); }, outputs);
+      const frame f = loop_frame(get<plan::members[0]>(evs));
+      if (!(same_frame(f, loop_frame(get<plan::members[K]>(evs))) && ...)) return false;
+      auto outputs = make_plain_tuple(one_pass_output<T>(get<plan::members[K]>(evs), ctx,
+                                                         std::get<plan::members[K]>(outs).data())...);
+      apply_plain([&](auto&... o) { run_one_pass<T>(f, o...); }, outputs);
       ++counters().fused_passes;
       return true;
     }(std::make_index_sequence<plan::size>{});
   }
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((grouped && plan::in_group[I] ? void() : void(compute(std::get<I>(evs), ctx, std::get<I>(outs).data()))), ...);
+    ((grouped && plan::in_group[I] ? void() : void(compute(get<I>(evs), ctx, std::get<I>(outs).data()))), ...);
   }(std::index_sequence_for<Ev...>{});
 }
 

@@ -3,6 +3,7 @@
 #include <tuple>
 #include <utility>
 
+#include "../../core/plain_tuple.hpp"
 #include "../../expr/broadcast.hpp"
 #include "../../expr/elementwise.hpp"
 #include "../../expr/reduction.hpp"
@@ -93,13 +94,13 @@ struct elementwise_eval {
   static constexpr bool vectorizable =
       detail::has_packet<Op, T, sizeof...(C)> && (C::vectorizable && ...) &&
       (std::is_same_v<typename C::value_type, T> && ...);
-  std::tuple<C...> children;
+  plain_tuple<C...> children;  // not std::tuple: see core/plain_tuple.hpp
   [[no_unique_address]] Op op;
   extents_t<R> extents{};
 
   template <class F, std::size_t... I>
   SYMFLOW_INLINE void for_read(F&& f, std::index_sequence<I...>) {
-    ((detail::reads_operand<Op, I>() ? f(std::get<I>(children)) : void()), ...);
+    ((detail::reads_operand<Op, I>() ? f(get<I>(children)) : void()), ...);
   }
   template <class F>
   SYMFLOW_INLINE void for_read(F&& f) {
@@ -107,13 +108,13 @@ struct elementwise_eval {
   }
   template <std::size_t I>
   SYMFLOW_INLINE auto scalar_of(std::size_t j) const {
-    using V = typename std::tuple_element_t<I, std::tuple<C...>>::value_type;
-    if constexpr (detail::reads_operand<Op, I>()) return std::get<I>(children).scalar(j);
+    using V = typename plain_element_t<I, plain_tuple<C...>>::value_type;
+    if constexpr (detail::reads_operand<Op, I>()) return get<I>(children).scalar(j);
     else return V{};
   }
   template <std::size_t I, class P>
   SYMFLOW_INLINE P packet_of(std::size_t j) const {
-    if constexpr (detail::reads_operand<Op, I>()) return std::get<I>(children).template packet<P>(j);
+    if constexpr (detail::reads_operand<Op, I>()) return get<I>(children).template packet<P>(j);
     else return simd::pm::pzero(P{});
   }
 
@@ -301,16 +302,16 @@ struct view_eval : materialised_base<typename Node::value_type, Node::rank> {
 template <class Node, class... C>
 struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
   using T = typename Node::value_type;
-  std::tuple<C...> operands;
+  plain_tuple<C...> operands;
   typename Node::op_type op;
   const Node* node;
-  kernel_eval(const Node& n, C... c) : operands(std::move(c)...), op(n.op), node(&n) {
-    this->extents = std::apply([&](const auto&... o) { return op.infer_extents(node_description<Node>{&n}, o.extents...); },
+  kernel_eval(const Node& n, C... c) : operands{{{std::move(c)}...}}, op(n.op), node(&n) {
+    this->extents = apply_plain([&](const auto&... o) { return op.infer_extents(node_description<Node>{&n}, o.extents...); },
                                operands);
   }
   template <std::size_t I, class Ctx>
   auto operand_view(Ctx& ctx) {
-    auto& o = std::get<I>(operands);
+    auto& o = get<I>(operands);
     using C_I = std::remove_cvref_t<decltype(o)>;
     using V = typename C_I::value_type;
     if constexpr (detail::reads_operand<typename Node::op_type, I>())
@@ -321,8 +322,8 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
   template <class Ctx>
   void compute_into(T* out, Ctx& ctx) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      const auto views = std::tuple{operand_view<I>(ctx)...};
-      op.template run_cpu<T>(tensor_view<T, dyn_shape<Node::rank>>(out, this->extents), std::get<I>(views)...);
+      const auto views = make_plain_tuple(operand_view<I>(ctx)...);
+      op.template run_cpu<T>(tensor_view<T, dyn_shape<Node::rank>>(out, this->extents), get<I>(views)...);
     }(std::index_sequence_for<C...>{});
     ++counters().kernels;
   }

@@ -33,6 +33,7 @@
 #include "plan.hpp"
 #include "plan_cache.hpp"
 #include "run_options.hpp"
+#include "strided_copy.hpp"
 #include "value.hpp"
 
 namespace symflow {
@@ -48,37 +49,6 @@ struct slot {
   dtype type = dtype::f32;
   bool ready = false;
 };
-
-// Copies the elements a layout describes into contiguous storage.
-inline void copy_strided(const char* src, const runtime_layout& l, char* dst, std::size_t esize) {
-  const std::size_t rank = l.extents.size(), total = element_count(l.extents);
-  if (!total) return;
-  if (rank == 0) {
-    std::memcpy(dst, src + l.offset * esize, esize);
-    return;
-  }
-  const std::size_t inner = l.extents[rank - 1], inner_stride = l.strides[rank - 1];
-  std::vector<std::size_t> index(rank, 0);
-  for (std::size_t done = 0; done < total; done += inner) {
-    std::size_t at = l.offset;
-    for (std::size_t i = 0; i + 1 < rank; ++i) at += index[i] * l.strides[i];
-    if (inner_stride == 1) {
-      std::memcpy(dst + done * esize, src + at * esize, inner * esize);
-    } else {
-      for (std::size_t j = 0; j < inner; ++j)
-        std::memcpy(dst + (done + j) * esize, src + (at + j * inner_stride) * esize, esize);
-    }
-    for (std::size_t i = rank - 1; i-- > 0;) {
-      if (++index[i] < l.extents[i]) break;
-      index[i] = 0;
-    }
-  }
-}
-
-inline bool is_contiguous(const runtime_layout& l) {
-  return l.strides == runtime_layout::contiguous(l.extents).strides ||
-         element_count(l.extents) <= 1;
-}
 
 }  // namespace runtime_detail
 

@@ -18,10 +18,12 @@ Outputs (--kind):
            after the step, and returns 0 when both are finite.
   model    the model + grad + one eval only (no optimiser, no second evaluation): the smallest
            translation unit that contains the compile-time gradient.
+  forward  the model evaluated (loss and logits in one eval), no gradient: what the forward pass
+           alone costs the compiler.
   header   a header defining namespace mlp_ln_gelu_<N> with the leaves, make_loss(),
            init_params(), and train_step() for bench/mlp_ln_gelu.cpp.
 
-Usage: gen_mlp.py N [--kind program|model|header] [-o FILE]
+Usage: gen_mlp.py N [--kind program|model|forward|header] [-o FILE]
 """
 import argparse
 import os
@@ -131,8 +133,14 @@ def program(n, kind, args):
            "#include <tuple>", "#include <symflow/symflow.hpp>", "#include <symflow/train/all.hpp>", "",
            "using namespace symflow;", "",
            "int main() {", f"  const std::size_t batch = {BATCH};"]
-    body = leaf_lines(n, "auto") + [""] + model_lines(n) + grad_lines(n) + [""]
+    body = leaf_lines(n, "auto") + [""] + model_lines(n) + ([] if kind == "forward" else grad_lines(n)) + [""]
     body += ["params model;"] + init_lines(n, "model", "42") + data_lines(7) + [""]
+    if kind == "forward":
+        body += ["const auto [L, Z] = eval(loss, logits, x = xv, y = yv, model);",
+                 'std::printf("layers %d loss %.6f logit %.6f\\n", ' + str(n) + ", double(L[0]), double(Z[0]));",
+                 "return std::isfinite(L[0]) ? 0 : 1;"]
+        out += indent(body) + ["}", ""]
+        return "\n".join(out)
     body += eval_lines(n, "model")
     if kind == "program":
         body += ["sgd opt({.learning_rate = 0.1});",
@@ -181,7 +189,7 @@ def header(n, args):
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("layers", type=int, help="number of hidden LN+GELU layers (>= 1)")
-    ap.add_argument("--kind", choices=["program", "model", "header"], default="program")
+    ap.add_argument("--kind", choices=["program", "model", "forward", "header"], default="program")
     ap.add_argument("-o", "--output", help="file to write (default: stdout)")
     a = ap.parse_args(argv)
     if a.layers < 1:

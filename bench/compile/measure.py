@@ -9,6 +9,7 @@ for generated MLP programs links and runs them under `ulimit -s 1024` (1 MB stac
 
 Cases:
   1 2 4 8 ...        the N-layer LN+GELU MLP training step (bench/compile/gen_mlp.py N)
+  f1 f8 ...          its forward pass alone (gen_mlp.py N --kind forward)
   mlp, cnn, ...      examples/<name>.cpp (compiled only, not run: they need data sets)
   path/to/file.cpp   any translation unit (compiled only)
 
@@ -171,6 +172,12 @@ def source_for(case, workdir):
         src = os.path.join(workdir, f"mlp_ln_gelu_{n}.cpp")
         subprocess.run([sys.executable, os.path.join(HERE, "gen_mlp.py"), str(n), "-o", src], check=True)
         return f"LN+GELU MLP, N={n} (gen_mlp.py {n})", src, True
+    if re.fullmatch(r"f\d+", case):
+        n = int(case[1:])
+        src = os.path.join(workdir, f"mlp_ln_gelu_forward_{n}.cpp")
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_mlp.py"), str(n), "--kind", "forward", "-o", src],
+                       check=True)
+        return f"LN+GELU MLP forward only, N={n} (gen_mlp.py {n} --kind forward)", src, True
     if case.endswith(".cpp"):
         path = case if os.path.isabs(case) else os.path.join(ROOT, case)
         if not os.path.isfile(path) and os.path.isfile(os.path.abspath(case)):

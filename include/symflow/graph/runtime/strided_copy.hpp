@@ -5,8 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "../../core/error.hpp"
 #include "../../expr/runtime_forms.hpp"
 
 namespace symflow::runtime_detail {
@@ -29,63 +31,56 @@ void copy_tiled(const E* src, std::size_t rows, std::size_t cols, std::size_t ro
   }
 }
 
-template <class E>
-void copy_strided_as(const E* src, const runtime_layout& l, E* dst) {
-  const std::size_t rank = l.extents.size(), total = element_count(l.extents);
-  if (!total) return;
-  if (rank == 0) {
-    dst[0] = src[l.offset];
-    return;
-  }
-  const std::size_t inner = l.extents[rank - 1], inner_stride = l.strides[rank - 1];
-  if (inner_stride != 1 && rank >= 2) {  // tiles over the last two axes, for each index of the others
-    const std::size_t rows = l.extents[rank - 2], row_stride = l.strides[rank - 2], block = rows * inner;
-    std::vector<std::size_t> index(rank - 2, 0);
-    for (std::size_t done = 0; done < total; done += block) {
-      std::size_t at = l.offset;
-      for (std::size_t i = 0; i + 2 < rank; ++i) at += index[i] * l.strides[i];
-      copy_tiled(src + at, rows, inner, row_stride, inner_stride, dst + done);
-      for (std::size_t i = rank - 2; i-- > 0;) {
-        if (++index[i] < l.extents[i]) break;
-        index[i] = 0;
-      }
-    }
-    return;
-  }
-  std::vector<std::size_t> index(rank, 0);
-  for (std::size_t done = 0; done < total; done += inner) {
+// Calls f(k, at) for the k-th index (row-major) of the layout's first `outer` axes, `at` being the
+// element offset of that index.
+template <class F>
+void for_each_outer_index(const runtime_layout& l, std::size_t outer, F&& f) {
+  std::size_t count = 1;
+  for (std::size_t i = 0; i < outer; ++i) count *= l.extents[i];
+  std::vector<std::size_t> index(outer, 0);
+  for (std::size_t k = 0; k < count; ++k) {
     std::size_t at = l.offset;
-    for (std::size_t i = 0; i + 1 < rank; ++i) at += index[i] * l.strides[i];
-    if (inner_stride == 1) std::memcpy(dst + done, src + at, inner * sizeof(E));
-    else
-      for (std::size_t j = 0; j < inner; ++j) dst[done + j] = src[at + j * inner_stride];
-    for (std::size_t i = rank - 1; i-- > 0;) {
+    for (std::size_t i = 0; i < outer; ++i) at += index[i] * l.strides[i];
+    f(k, at);
+    for (std::size_t i = outer; i-- > 0;) {
       if (++index[i] < l.extents[i]) break;
       index[i] = 0;
     }
   }
 }
 
-// Copies the elements a layout describes into contiguous storage (elements of esize bytes).
+template <class E>
+void copy_strided_as(const E* src, const runtime_layout& l, E* dst) {
+  const std::size_t rank = l.extents.size();
+  if (element_count(l.extents) == 0) return;
+  if (rank == 0) {
+    dst[0] = src[l.offset];
+    return;
+  }
+  const std::size_t inner = l.extents[rank - 1], inner_stride = l.strides[rank - 1];
+  if (inner_stride != 1 && rank >= 2) {  // tiles over the last two axes, for each index of the others
+    const std::size_t rows = l.extents[rank - 2], row_stride = l.strides[rank - 2];
+    for_each_outer_index(l, rank - 2, [&](std::size_t k, std::size_t at) {
+      copy_tiled(src + at, rows, inner, row_stride, inner_stride, dst + k * rows * inner);
+    });
+    return;
+  }
+  for_each_outer_index(l, rank - 1, [&](std::size_t k, std::size_t at) {
+    E* row = dst + k * inner;
+    if (inner_stride == 1) std::memcpy(row, src + at, inner * sizeof(E));
+    else
+      for (std::size_t j = 0; j < inner; ++j) row[j] = src[at + j * inner_stride];
+  });
+}
+
+// Copies the elements a layout describes into contiguous storage (elements of esize bytes: 1, 4 or
+// 8, the sizes the dtypes have).
 inline void copy_strided(const char* src, const runtime_layout& l, char* dst, std::size_t esize) {
   switch (esize) {
     case 1: return copy_strided_as(reinterpret_cast<const unsigned char*>(src), l, reinterpret_cast<unsigned char*>(dst));
     case 4: return copy_strided_as(reinterpret_cast<const std::uint32_t*>(src), l, reinterpret_cast<std::uint32_t*>(dst));
     case 8: return copy_strided_as(reinterpret_cast<const std::uint64_t*>(src), l, reinterpret_cast<std::uint64_t*>(dst));
-    default: break;
-  }
-  // Any other element size: byte copies of each element, through the same index walk.
-  const std::size_t rank = l.extents.size(), total = element_count(l.extents);
-  if (!total) return;
-  std::vector<std::size_t> index(rank, 0);
-  for (std::size_t k = 0; k < total; ++k) {
-    std::size_t at = l.offset;
-    for (std::size_t i = 0; i < rank; ++i) at += index[i] * l.strides[i];
-    std::memcpy(dst + k * esize, src + at * esize, esize);
-    for (std::size_t i = rank; i-- > 0;) {
-      if (++index[i] < l.extents[i]) break;
-      index[i] = 0;
-    }
+    default: throw value_error("copy_strided: no dtype has elements of " + std::to_string(esize) + " bytes");
   }
 }
 

@@ -2,6 +2,7 @@
 // to_graph(exprs...): lowers expression types (gradients are ordinary expressions) to a graph value.
 // Identical subexpressions — same type and same runtime data (same_value) — become one value; the
 // first occurrence met in a depth-first, operands-in-order walk gives it its name and location.
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -145,6 +146,8 @@ class graph_lowering {
       return lower(std::get<0>(e.args()));  // in a graph every value is stored once anyway
     } else if constexpr (E::kind == node_kind::reference) {
       return lower(std::get<0>(e.args()));
+    } else if constexpr (E::kind == node_kind::kernel && requires { e.op.program->source(); }) {
+      return lower_program(e);
     } else if constexpr (E::kind == node_kind::accumulation) {
       // A chain of adds over the terms; no terms is the scalar 0, which broadcasts where it is added.
       if (e.items().empty()) return lower(zero<value_type_of<E>>{});
@@ -172,6 +175,54 @@ class graph_lowering {
     }
   }
 
+  // A node computed by a runtime program (symbolic/program_gradient.hpp): program_run inlines the
+  // program's graph, its leaves taking the values of the node's operands; program_output is then one
+  // of that graph's outputs.
+  template <expression E>
+  ref lower_program(const E& e) {
+    if constexpr (requires { e.op.index; }) {
+      const auto& run = std::get<0>(e.args());
+      lower(run);
+      return program_outputs_.at(lowered_object(run)).at(e.op.index);
+    } else {
+      std::vector<ref> operands;
+      std::apply([&](const auto&... a) { (operands.push_back(lower(a)), ...); }, e.args());
+      const graph& p = e.op.program->source();
+      const auto& names = e.op.program->operand_names();
+      std::vector<ref> value(p.first_node_id() + p.nodes.size());
+      std::uint32_t id = 0;
+      for (const auto* list : {&p.inputs, &p.parameters})
+        for (const auto& leaf : *list) {
+          std::size_t k = 0;
+          while (k < names.size() && names[k] != leaf.name) ++k;
+          value[id++] = operands.at(k);
+        }
+      for (const auto& c : p.constants) {
+        g_.constants.push_back(c);
+        value[id++] = {list::constant, static_cast<std::uint32_t>(g_.constants.size() - 1)};
+      }
+      for (const auto& n : p.nodes) {
+        std::vector<ref> inputs;
+        for (auto i : n.inputs) inputs.push_back(value.at(i));
+        graph_node copy = n;
+        copy.inputs.clear();
+        value[id++] = push_node(std::move(copy), std::move(inputs));
+      }
+      std::vector<ref> outputs;
+      for (auto o : p.outputs) outputs.push_back(value.at(o));
+      program_outputs_[&e] = outputs;
+      return outputs.at(0);
+    }
+  }
+  // The object lowered first among those equal to e (what seen_ holds).
+  template <expression E>
+  const void* lowered_object(const E& e) const {
+    auto [lo, hi] = seen_.equal_range(std::type_index(typeid(E)));
+    for (auto it = lo; it != hi; ++it)
+      if (same_value(*static_cast<const E*>(it->second.node), e)) return it->second.node;
+    return &e;
+  }
+
   ref push_node(graph_node n, std::vector<ref> inputs) {
     g_.nodes.push_back(std::move(n));
     node_inputs_.push_back(std::move(inputs));
@@ -182,6 +233,7 @@ class graph_lowering {
   std::vector<std::vector<ref>> node_inputs_;
   std::vector<ref> outputs_;
   std::unordered_multimap<std::type_index, entry> seen_;
+  std::map<const void*, std::vector<ref>> program_outputs_;
 };
 }  // namespace detail
 

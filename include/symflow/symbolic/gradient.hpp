@@ -3,6 +3,16 @@
 
 #include "../expr/scope.hpp"
 #include "grad.hpp"
+// The runtime program's route needs the graph runtime's op tables, which cost a translation unit
+// that compiles them about 45 s: it is taken where they are compiled once and linked
+// (SYMFLOW_SEPARATE_RUNTIME_TABLES, graph/runtime/tables_linkage.hpp, as the project's CMake
+// targets do), or where SYMFLOW_PROGRAM_GRADIENTS asks for it; elsewhere grad uses the typed sweep.
+#if defined(SYMFLOW_SEPARATE_RUNTIME_TABLES) || defined(SYMFLOW_PROGRAM_GRADIENTS)
+#include "program_gradient.hpp"
+#define SYMFLOW_DETAIL_PROGRAM_ROUTE 1
+#else
+#define SYMFLOW_DETAIL_PROGRAM_ROUTE 0
+#endif
 #include "reverse_sweep.hpp"
 #include "traits.hpp"
 
@@ -27,14 +37,25 @@ inline constexpr bool gradient_by_sweep =
 }  // namespace detail
 
 // grad(loss, W, b): one gradient expression per leaf, each shaped like its leaf, derived from the
-// ops' own derivative rules at compile time. Nothing is computed until evaluated. Small expressions
-// are differentiated path by path and simplified; models whose subexpressions are shared by a
-// reverse sweep over their nodes (see detail::gradient_by_sweep).
+// ops' own derivative rules. Nothing is computed until evaluated. Small expressions are
+// differentiated path by path at compile time and simplified; models whose subexpressions are
+// shared (see detail::gradient_by_sweep) by a runtime program: the loss's graph differentiated by
+// the same rules' runtime forms, once, here (symbolic/program_gradient.hpp), so their compile cost
+// does not grow with the gradient. Where the program cannot hold the result (leaves of another
+// dtype than the loss's) or the runtime's tables are not linked (above), by a typed reverse sweep
+// over their nodes (grad_sweep).
 template <expression E, expression... Leaves>
 auto grad(const E& loss, const Leaves&... leaves) {
   if constexpr (detail::gradient_by_sweep<E>) {
     name_scope s("grad");
+#if SYMFLOW_DETAIL_PROGRAM_ROUTE
+    if constexpr (detail::program::program_applies<E, detail::program::leaves_of_t<E>, Leaves...>::value)
+      return grad_by_program(loss, leaves...);
+    else
+      return grad_sweep(loss, leaves...);
+#else
     return grad_sweep(loss, leaves...);
+#endif
   } else {
     return grad_by_paths(loss, leaves...);
   }

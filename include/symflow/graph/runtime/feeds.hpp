@@ -11,6 +11,15 @@
 
 namespace symflow {
 
+// A leaf's value where it already lies, not copied: how a typed evaluation hands its operands to a
+// runtime program (symbolic/program_gradient.hpp). Bound in the graph's leaf order: inputs, then
+// parameters.
+struct bound_leaf {
+  dtype type = dtype::f32;
+  runtime_extents extents;
+  const void* data = nullptr;
+};
+
 // Throws value_error listing the feeds that name nothing in `g` (at most 8, each cut to 64 bytes).
 inline void check_feeds_name_leaves(const graph& g, const runtime_feeds& feeds) {
   std::vector<std::string> unused;

@@ -86,6 +86,26 @@ class interpreter {
     outputs.resize(graph_.outputs.size());
     run_state s(*this, feeds, store);
     s.bind_leaves(feeds, store);
+    finish_run(s, outputs);
+  }
+
+  // As run_into, with every input and parameter bound where its value lies (graph leaf order:
+  // inputs, then parameters): nothing is copied in.
+  void run_bound(std::vector<runtime_tensor>& outputs, const std::vector<bound_leaf>& leaves) const {
+    if (leaves.size() != graph_.inputs.size() + graph_.parameters.size())
+      throw value_error("interpreter: " + std::to_string(leaves.size()) + " bound leaves for a graph with " +
+                        std::to_string(graph_.inputs.size() + graph_.parameters.size()) + " inputs and parameters");
+    outputs.resize(graph_.outputs.size());
+    static const runtime_feeds no_feeds;
+    run_state s(*this, no_feeds, nullptr);
+    s.bound = &leaves;
+    s.bind_bound(leaves);
+    finish_run(s, outputs);
+  }
+
+ private:
+  struct run_state;
+  void finish_run(run_state& s, std::vector<runtime_tensor>& outputs) const {
     s.plan_run();
     s.count_uses();
     s.reusable = &outputs;
@@ -96,7 +116,6 @@ class interpreter {
     s.take_outputs(outputs);
   }
 
- private:
   using slot = runtime_detail::slot;
 
   using group = fusion_group;
@@ -106,6 +125,7 @@ class interpreter {
     const graph& g;
     const runtime_feeds& feeds;
     const params* store;
+    const std::vector<bound_leaf>* bound = nullptr;  // run_bound's leaves, instead of feeds and store
     const bool checking;
     const std::size_t first_node;
     std::vector<slot> values;
@@ -185,10 +205,24 @@ class interpreter {
                             "' (neither in the parameter store nor embedded in the graph)");
         }
       }
+      bind_constants(id);
+    }
+
+    void bind_constants(std::uint32_t id) {
       for (const auto& c : g.constants) {
         runtime_extents e(c.data.extents.begin(), c.data.extents.end());
         values[id++] = slot{nullptr, c.data.bytes.data(), e, c.data.type, true};
       }
+    }
+    void bind_bound(const std::vector<bound_leaf>& leaves) {
+      std::uint32_t id = 0;
+      for (const auto* list : {&g.inputs, &g.parameters})
+        for (const auto& leaf : *list) {
+          const bound_leaf& b = leaves[id];
+          check_leaf(list == &g.inputs ? "input" : "parameter", leaf, b.type, b.extents);
+          values[id++] = slot{nullptr, b.data, b.extents, b.type, true};
+        }
+      bind_constants(id);
     }
 
     // Extents and dtypes of every node from its operands', checked against the graph's types, and the
@@ -409,7 +443,12 @@ class interpreter {
       interpreter_options unfused = self.options_;
       unfused.fuse = false;
       unfused.check_numerics = true;
-      interpreter(g, unfused).run(feeds, store);
+      if (bound) {
+        std::vector<runtime_tensor> ignored;
+        interpreter(g, unfused).run_bound(ignored, *bound);
+      } else {
+        interpreter(g, unfused).run(feeds, store);
+      }
       throw numerics_error("interpreter", "?", "", dtype::f32, {}, {}, {},
                            "a fused pass produced NaN or infinities that a node-by-node run does not");
     }

@@ -1,0 +1,165 @@
+// grad of models whose subexpressions are shared takes the runtime program's route
+// (symbolic/program_gradient.hpp): checked against float64 central differences, through second
+// order (hvp, jvp of the gradient), with NaN and infinities in some rows, through to_graph, with a
+// changing batch size and with leaves the loss does not read.
+#include "reverse_sweep_support.hpp"
+
+#include <symflow/graph/all.hpp>
+#include <symflow/graph/runtime/interpreter.hpp>
+
+namespace {
+
+template <class E>
+constexpr bool is_program_output = requires { std::remove_cvref_t<E>::op_type::name; } &&
+                                   std::remove_cvref_t<E>::kind == node_kind::kernel &&
+                                   std::remove_cvref_t<E>::op_type::name == std::string_view("program_output");
+
+// Two hidden layers gelu(layer_norm(h W + b) * gamma), odd extents, shared subexpressions in each.
+struct model {
+  placeholder<"x", double, shape<dyn, 5>> x;
+  placeholder<"y", std::int32_t, shape<dyn>> y;
+  variable<"W1", double, shape<5, 4>> W1;
+  variable<"b1", double, shape<4>> b1;
+  variable<"g1", double, shape<4>> g1;
+  variable<"W2", double, shape<4, 3>> W2;
+  variable<"b2", double, shape<3>> b2;
+  variable<"V", double, shape<3, 3>> V;
+
+  template <class H, class W, class B>
+  static auto layer(const H& h, const W& w, const B& b) {
+    auto z = matmul(h, w) + b;
+    auto c = z - mean(z, axes<-1>, keepdims);
+    auto n = c * rsqrt(mean(c * c, axes<-1>, keepdims) + 1e-5);
+    return 0.5 * n * (1.0 + tanh(0.7978845608 * (n + 0.044715 * n * n * n)));
+  }
+  auto loss() const {
+    auto h1 = layer(x, W1, b1) * g1;
+    auto h2 = layer(h1, W2, b2);
+    return mean(softmax_cross_entropy(matmul(h2, V), y));
+  }
+
+  tensor<double, shape<dyn, 5>> xv = random_values<shape<dyn, 5>>({7, 5}, 1);
+  tensor<std::int32_t, shape<dyn>> yv{extents_t<1>{7}, 0};
+  tensor<double, shape<5, 4>> W1v = random_values<shape<5, 4>>({5, 4}, 2);
+  tensor<double, shape<4>> b1v = random_values<shape<4>>({4}, 3);
+  tensor<double, shape<4>> g1v = random_values<shape<4>>({4}, 4);
+  tensor<double, shape<4, 3>> W2v = random_values<shape<4, 3>>({4, 3}, 5);
+  tensor<double, shape<3>> b2v = random_values<shape<3>>({3}, 6);
+  tensor<double, shape<3, 3>> Vv = random_values<shape<3, 3>>({3, 3}, 7);
+  model() {
+    for (std::size_t i = 0; i < yv.size(); ++i) yv[i] = std::int32_t((i * 5 + 1) % 3);
+  }
+  template <class... E>
+  auto run(const E&... e) {
+    return eval(e..., x = xv, y = yv, W1 = W1v, b1 = b1v, g1 = g1v, W2 = W2v, b2 = b2v, V = Vv);
+  }
+};
+
+TEST(ProgramGradient, DeepModelMatchesFiniteDifferences) {
+  model m;
+  const auto loss = m.loss();
+  const auto g = grad(loss, m.W1, m.b1, m.g1, m.W2, m.b2, m.V);
+  static_assert(is_program_output<std::tuple_element_t<0, decltype(g)>>, "the model takes the program's route");
+  auto one = [&](const auto& e) { return m.run(e); };
+  const auto [L, gW1, gb1, gg1, gW2, gb2, gV] =
+      m.run(loss, std::get<0>(g), std::get<1>(g), std::get<2>(g), std::get<3>(g), std::get<4>(g), std::get<5>(g));
+  EXPECT_NEAR(L[0], one(loss)[0], 1e-15);
+  expect_close(gW1, finite_differences(loss, m.W1v, one));
+  expect_close(gb1, finite_differences(loss, m.b1v, one));
+  expect_close(gg1, finite_differences(loss, m.g1v, one));
+  expect_close(gW2, finite_differences(loss, m.W2v, one));
+  expect_close(gb2, finite_differences(loss, m.b2v, one));
+  expect_close(gV, finite_differences(loss, m.Vv, one));
+}
+
+TEST(ProgramGradient, InputsOfAnotherBatchSizeAndLeavesTheLossDoesNotRead) {
+  model m;
+  auto unused = variable<"unused", double, shape<2>>();
+  const auto [gx, gV, gu] = grad(m.loss(), m.x, m.V, unused);
+  static_assert(is_program_output<decltype(gx)>);
+  for (std::size_t batch : {7u, 1u, 4u}) {
+    m.xv = random_values<shape<dyn, 5>>({batch, 5}, unsigned(batch));
+    m.yv = tensor<std::int32_t, shape<dyn>>({batch}, 1);
+    tensor<double, shape<2>> uv({2}, 3.0);
+    const auto [x_grad, V_grad, u_grad] = eval(gx, gV, gu, m.x = m.xv, m.y = m.yv, m.W1 = m.W1v, m.b1 = m.b1v,
+                                               m.g1 = m.g1v, m.W2 = m.W2v, m.b2 = m.b2v, m.V = m.Vv, unused = uv);
+    ASSERT_EQ(x_grad.extents()[0], batch);
+    auto loss = m.loss();
+    auto one = [&](const auto& e) { return m.run(e); };
+    expect_close(x_grad, finite_differences(loss, m.xv, one));
+    expect_close(V_grad, finite_differences(loss, m.Vv, one));
+    EXPECT_EQ(u_grad[0], 0.0);
+    EXPECT_EQ(u_grad[1], 0.0);
+  }
+}
+
+TEST(ProgramGradient, NonFiniteRowsLeaveTheOthersAlone) {
+  // Rows of x are independent up to the mean over the batch, whose adjoint is a constant: a NaN in
+  // row 0 and an infinity in row 2 make those rows' gradients non-finite and no other row's.
+  model m;
+  const auto [gx] = std::tuple{grad(m.loss(), m.x)};
+  const auto clean = m.run(gx);
+  m.xv.data()[3] = std::numeric_limits<double>::quiet_NaN();
+  m.xv.data()[11] = std::numeric_limits<double>::infinity();
+  m.xv.data()[12] = -0.0;
+  const auto dirty = m.run(gx);
+  for (std::size_t row = 0; row < 7; ++row)
+    for (std::size_t col = 0; col < 5; ++col) {
+      const double v = dirty.data()[row * 5 + col];
+      if (row == 0 || row == 2) {
+        EXPECT_TRUE(std::isnan(v)) << row << "," << col;
+      } else {
+        EXPECT_EQ(v, clean.data()[row * 5 + col]) << row << "," << col;
+      }
+    }
+}
+
+TEST(ProgramGradient, HessianVectorProductsMatchDifferencesOfTheGradient) {
+  model m;
+  const auto loss = m.loss();
+  auto v = placeholder<"v", double, shape<4, 3>>();
+  const auto vv = random_values<shape<4, 3>>({4, 3}, 11);
+  const auto g = grad(loss, m.W2);
+  static_assert(is_program_output<decltype(g)>);
+  const auto hv = m.run(hvp(loss, m.W2, v), v = vv);  // grad of sum(grad * v): through the program's VJP
+  const auto jv = eval(jvp(g, m.W2, v), m.x = m.xv, m.y = m.yv, m.W1 = m.W1v, m.b1 = m.b1v, m.g1 = m.g1v,
+                       m.W2 = m.W2v, m.b2 = m.b2v, m.V = m.Vv, v = vv);  // forward over reverse: the JVP program
+  const double h = 1e-5;
+  auto up = m.W2v, down = m.W2v;
+  for (std::size_t i = 0; i < up.size(); ++i) up.data()[i] += h * vv.data()[i], down.data()[i] -= h * vv.data()[i];
+  auto at = [&](const auto& w2) {
+    return eval(g, m.x = m.xv, m.y = m.yv, m.W1 = m.W1v, m.b1 = m.b1v, m.g1 = m.g1v, m.W2 = w2, m.b2 = m.b2v, m.V = m.Vv);
+  };
+  const auto gu = at(up), gd = at(down);
+  for (std::size_t i = 0; i < vv.size(); ++i) {
+    const double numeric = (gu.data()[i] - gd.data()[i]) / (2 * h);
+    const double scale = std::max({1.0, std::abs(numeric)});
+    EXPECT_LT(std::abs(hv.data()[i] - numeric) / scale, 1e-6) << "hvp element " << i;
+    EXPECT_LT(std::abs(jv.data()[i] - numeric) / scale, 1e-6) << "jvp element " << i;
+  }
+}
+
+TEST(ProgramGradient, ToGraphInlinesTheProgram) {
+  model m;
+  const auto loss = m.loss();
+  const auto [gW1, gV] = grad(loss, m.W1, m.V);
+  const graph lowered = to_graph(loss, gW1, gV);
+  for (const auto& n : lowered.nodes) EXPECT_NE(n.op.rfind("program", 0), 0u) << n.op;
+  runtime_feeds feeds;
+  feeds.emplace("x", runtime_tensor(m.xv));
+  feeds.emplace("y", runtime_tensor(m.yv));
+  params store;
+  store.set("W1", m.W1v);
+  store.set("b1", m.b1v);
+  store.set("g1", m.g1v);
+  store.set("W2", m.W2v);
+  store.set("b2", m.b2v);
+  store.set("V", m.Vv);
+  const auto out = interpreter(lowered).run(feeds, &store);
+  const auto [L, a, b] = m.run(loss, gW1, gV);
+  EXPECT_NEAR(out[0].data<double>()[0], L[0], 1e-12);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(out[1].data<double>()[i], a.data()[i], 1e-12);
+  for (std::size_t i = 0; i < b.size(); ++i) EXPECT_NEAR(out[2].data<double>()[i], b.data()[i], 1e-12);
+}
+
+}  // namespace

@@ -72,6 +72,26 @@ TEST(ProgramGradient, DeepModelMatchesFiniteDifferences) {
   expect_close(gV, finite_differences(loss, m.Vv, one));
 }
 
+TEST(ProgramGradient, ValueAndGradRunTheModelOnce) {
+  model m;
+  const auto loss = m.loss();
+  const auto [value, gb2, gV] = value_and_grad(loss, m.b2, m.V);
+  static_assert(is_program_output<decltype(value)> && decltype(value)::rank == 0);
+  cpu::counters().reset();
+  const auto [L, b2_grad, V_grad] = m.run(value, gb2, gV);
+  EXPECT_EQ(cpu::counters().kernels, 4u);  // one program run, three copies out of it
+  EXPECT_NEAR(L[0], m.run(loss)[0], 1e-15);
+  auto one = [&](const auto& e) { return m.run(e); };
+  expect_close(b2_grad, finite_differences(loss, m.b2v, one));
+  expect_close(V_grad, finite_differences(loss, m.Vv, one));
+  // A small expression keeps its own value and the path walk's gradient.
+  auto w = variable<"w", double, shape<3>>();
+  const auto [small, gw] = value_and_grad(sum(w * w), w);
+  tensor<double, shape<3>> wv({3}, 2.0);
+  EXPECT_EQ(eval(small, w = wv)[0], 12.0);
+  EXPECT_EQ(eval(gw, w = wv)[1], 4.0);
+}
+
 TEST(ProgramGradient, InputsOfAnotherBatchSizeAndLeavesTheLossDoesNotRead) {
   model m;
   auto unused = variable<"unused", double, shape<2>>();

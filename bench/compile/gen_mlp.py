@@ -78,14 +78,15 @@ def names(n):
 
 def grad_lines(n):
     vs = names(n)
-    return [f"auto [{', '.join('d' + v for v in vs)}] =",
-            f"    grad(loss, {', '.join(vs)});"]
+    # value_and_grad: the loss and the gradients from one run of the model (JAX's name for it).
+    return [f"auto [value, {', '.join('d' + v for v in vs)}] =",
+            f"    value_and_grad(loss, {', '.join(vs)});"]
 
 
 def eval_lines(n, store):
     vs = names(n)
     return [f"const auto [L, {', '.join('g' + v for v in vs)}] =",
-            f"    eval(loss, {', '.join('d' + v for v in vs)}, x = xv, y = yv, {store});"]
+            f"    eval(value, {', '.join('d' + v for v in vs)}, x = xv, y = yv, {store});"]
 
 
 def init_lines(n, store, seed_expr):

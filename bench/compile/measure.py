@@ -7,6 +7,11 @@ timeout and a virtual-memory cap (ulimit -v) so a runaway compile cannot take th
 Records wall seconds and the compiler's peak RSS (/usr/bin/time -f '%e %M'), the object size, and
 for generated MLP programs links and runs them under `ulimit -s 1024` (1 MB stack).
 
+Every case is compiled as the project's targets are: with -DSYMFLOW_SEPARATE_RUNTIME_TABLES, linked
+with the graph runtime's op tables compiled once (cmake/runtime_tables.cpp, the library CMake
+builds as symflow_runtime_tables). That compile is measured too and reported in its own row: a
+program pays it once, like a library it links, not per translation unit.
+
 Cases:
   1 2 4 8 ...        the N-layer LN+GELU MLP training step (bench/compile/gen_mlp.py N)
   f1 f8 ...          its forward pass alone (gen_mlp.py N --kind forward)
@@ -187,8 +192,12 @@ def source_for(case, workdir):
     return f"`examples/{case}.cpp`", path, False
 
 
-def measure(case, a, workdir, flags):
-    label, src, generated = source_for(case, workdir)
+def measure(case, a, workdir, flags, tables=None):
+    if case == "tables":
+        label, src, generated = "runtime op tables, once per program (`cmake/runtime_tables.cpp`)", \
+            os.path.join(ROOT, "cmake", "runtime_tables.cpp"), False
+    else:
+        label, src, generated = source_for(case, workdir)
     row = {"case": label, "result": "", "secs": None, "rss_mb": None, "obj_kb": None, "ran": "n/a"}
     if not os.path.isfile(src):
         row["result"] = "no such file"
@@ -209,7 +218,8 @@ def measure(case, a, workdir, flags):
     if not generated or a.no_run:
         return row
     exe = obj[:-2]
-    link = subprocess.run([a.cxx, obj, "-o", exe, "-fopenmp", "-ldl"], capture_output=True, text=True,
+    link = subprocess.run([a.cxx, obj] + ([tables] if tables else []) + ["-o", exe, "-fopenmp", "-ldl"],
+                          capture_output=True, text=True,
                           preexec_fn=limits(int(a.mem_gb * 2**30)))
     if link.returncode != 0:
         row["ran"] = "no (link failed)"
@@ -275,13 +285,17 @@ def main(argv):
     eigen = find_eigen()
     flags = [a.opt, "-march=native", "-std=c++20", "-fopenmp", "-Wall", "-Wextra",
              "-I", os.path.join(ROOT, "include"), "-isystem", eigen,
-             f'-DSYMFLOW_EIGEN_INCLUDE_DIR="{eigen}"'] + a.extra.split()
+             f'-DSYMFLOW_EIGEN_INCLUDE_DIR="{eigen}"', "-DSYMFLOW_SEPARATE_RUNTIME_TABLES"] + a.extra.split()
     workdir = a.keep or tempfile.mkdtemp(prefix="symflow-compile-")
     os.makedirs(workdir, exist_ok=True)
     rows = []
     try:
+        tables_row = measure("tables", a, workdir, flags)
+        rows.append(tables_row)
+        tables = os.path.join(workdir, "runtime_tables.o") if tables_row["result"] == "ok" else None
+        print(f"[measure] runtime tables: {tables_row['result']}, {fmt(tables_row['secs'], '.1f')} s", file=sys.stderr)
         for case in cases:  # one compile at a time, by design
-            rows.append(measure(case, a, workdir, flags))
+            rows.append(measure(case, a, workdir, flags, tables))
             r = rows[-1]
             print(f"[measure] {r['case']}: {r['result']}, {fmt(r['secs'], '.1f')} s, "
                   f"{fmt(r['rss_mb'], '.0f')} MB, ran: {r['ran']}", file=sys.stderr, flush=True)
@@ -296,7 +310,7 @@ def main(argv):
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     header = (f"Measured {when} on {commit or '?'}: {cpu_model()}, {os.cpu_count()} CPUs, "
               f"{compiler_version(a.cxx)}.\n"
-              f"Flags: `{' '.join([a.opt, '-march=native -std=c++20 -fopenmp -Wall -Wextra'] + a.extra.split())}`, "
+              f"Flags: `{' '.join([a.opt, '-march=native -std=c++20 -fopenmp -Wall -Wextra -DSYMFLOW_SEPARATE_RUNTIME_TABLES'] + a.extra.split())}`, "
               f"one compile at a time, `nice`, timeout {a.timeout:g} s, `ulimit -v` {a.mem_gb:g} GB. "
               f"Generated programs run one training step (batch 256) under `ulimit -s 1024` and `OMP_STACKSIZE=1M`.\n"
               f"Reproduce: `bench/compile/measure.py {' '.join(cases)} --timeout {a.timeout:g} --mem-gb {a.mem_gb:g}`.")

@@ -61,4 +61,22 @@ auto grad(const E& loss, const Leaves&... leaves) {
   }
 }
 
+// value_and_grad(loss, W, b): the loss and its gradients as one tuple, (loss, dW, db), to evaluate
+// together. Where grad computes the gradients by a runtime program, the value is that program's
+// output too, so evaluating all of them runs the model forward once; elsewhere it is `loss` itself.
+template <expression E, expression... Leaves>
+auto value_and_grad(const E& loss, const Leaves&... leaves) {
+#if SYMFLOW_DETAIL_PROGRAM_ROUTE
+  if constexpr (detail::gradient_by_sweep<E> &&
+                detail::program::program_applies<E, detail::program::leaves_of_t<E>, Leaves...>::value) {
+    name_scope s("grad");
+    return value_and_grad_by_program(loss, leaves...);
+  } else
+#endif
+  {
+    if constexpr (sizeof...(Leaves) == 1) return tuple_of(loss, grad(loss, leaves...));
+    else return std::apply([&](const auto&... g) { return tuple_of(loss, g...); }, grad(loss, leaves...));
+  }
+}
+
 }  // namespace symflow

@@ -234,21 +234,20 @@ struct program_applies<E, type_list<L...>, Wrt...> {
 
 }  // namespace detail::program
 
-// The gradients of a scalar loss with respect to leaves, computed by a runtime program: the loss's
-// graph, differentiated by the ops' runtime rules when this is called (cached by the graph's
-// structure), run once per evaluation that reads any of them.
-template <expression E, expression... Wrt>
-auto grad_by_program(const E& loss, const Wrt&... wrt) {
+namespace detail::program {
+// The loss's value (when WithValue) and its gradients, all outputs of one program run.
+template <bool WithValue, expression E, expression... Wrt>
+auto value_and_gradients(const E& loss, const Wrt&... wrt) {
   static_assert(detail::differentiated_expression_is_scalar<E>::value,
                 "symflow: grad differentiates a scalar (rank-0) expression; reduce it first, e.g. sum(e)");
   static_assert((detail::differentiable_leaf<Wrt>::value && ...),
                 "symflow: grad differentiates with respect to floating-point placeholders and variables only");
   using T = value_type_of<E>;
-  return [&]<class... L>(detail::type_list<L...>) {
+  return [&]<class... L>(type_list<L...>) {
     std::tuple<const L*...> found{};
     std::vector<const void*> visited;
-    detail::program::find_leaves(loss, found, visited);
-    static constexpr std::array<std::size_t, sizeof...(Wrt)> at{detail::program::position_in<Wrt, L...>...};
+    find_leaves(loss, found, visited);
+    static constexpr std::array<std::size_t, sizeof...(Wrt)> at{position_in<Wrt, L...>...};
     std::vector<std::size_t> differentiated;
     for (std::size_t k : at)
       if (k < sizeof...(L)) differentiated.push_back(k);
@@ -269,10 +268,31 @@ auto grad_by_program(const E& loss, const Wrt&... wrt) {
       }
     };
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      if constexpr (sizeof...(Wrt) == 1) return one(std::integral_constant<std::size_t, 0>{}, wrt...);
-      else return tuple_of(one(std::integral_constant<std::size_t, I>{}, wrt)...);
+      if constexpr (WithValue) {
+        const auto value = make_kernel(ops::program_output_op<T, shape<>>{program, 0}, source_site::current(), run,
+                                       *std::get<const L*>(found)...);
+        return tuple_of(value, one(std::integral_constant<std::size_t, I>{}, wrt)...);
+      } else if constexpr (sizeof...(Wrt) == 1) {
+        return one(std::integral_constant<std::size_t, 0>{}, wrt...);
+      } else {
+        return tuple_of(one(std::integral_constant<std::size_t, I>{}, wrt)...);
+      }
     }(std::index_sequence_for<Wrt...>{});
-  }(detail::program::leaves_of_t<E>{});
+  }(leaves_of_t<E>{});
+}
+}  // namespace detail::program
+
+// The gradients of a scalar loss with respect to leaves, computed by a runtime program: the loss's
+// graph, differentiated by the ops' runtime rules when this is called (cached by the graph's
+// structure), run once per evaluation that reads any of them.
+template <expression E, expression... Wrt>
+auto grad_by_program(const E& loss, const Wrt&... wrt) {
+  return detail::program::value_and_gradients<false>(loss, wrt...);
+}
+// The loss's value and its gradients, all from one run of the program (the value is its output 0).
+template <expression E, expression... Wrt>
+auto value_and_grad_by_program(const E& loss, const Wrt&... wrt) {
+  return detail::program::value_and_gradients<true>(loss, wrt...);
 }
 
 }  // namespace symflow

@@ -62,8 +62,8 @@ auto grad(const E& loss, const Leaves&... leaves) {
 }
 
 // value_and_grad(loss, W, b): the loss and its gradients as one tuple, (loss, dW, db), to evaluate
-// together. Where grad computes the gradients by a runtime program, the value is that program's
-// output too, so evaluating all of them runs the model forward once; elsewhere it is `loss` itself.
+// together. Where grad takes the runtime program's route, the value is that program's output 0,
+// so evaluating all of them runs the model forward once; elsewhere it is `loss` itself.
 template <expression E, expression... Leaves>
 auto value_and_grad(const E& loss, const Leaves&... leaves) {
 #if SYMFLOW_DETAIL_PROGRAM_ROUTE

@@ -44,7 +44,8 @@ void fused_update(std::tuple<Views...> outputs, const E1& e1, const Rest&... res
     cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<k + S, all>>...>
         ctx(get<k + S>(args)...);
-    auto evaluators = make_plain_tuple(cpu::make_evaluator(get<X>(args), ctx)...);
+    auto evaluators_memory = cpu::evaluators_in_place(std::index_sequence<X...>{}, args, ctx);
+    auto& evaluators = *evaluators_memory;
     using plan = cpu::one_pass_plan<std::remove_cvref_t<decltype(get<X>(evaluators))>...>;
     static_assert((cpu::is_elementwise_eval_v<std::remove_cvref_t<decltype(get<X>(evaluators))>> && ...),
                   "symflow: every expression of a fused update must be elementwise at its root");

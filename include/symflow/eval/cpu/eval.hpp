@@ -1,5 +1,6 @@
 #pragma once
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "../../core/tensor.hpp"
@@ -47,6 +48,50 @@ void adopt_result(Tensor& out, Tensor&& fresh) {
   }
 }
 
+// Where an evaluation keeps its evaluators: in place, or, past 16 KB, in heap memory. A deep
+// model's evaluator tree, many outputs' even more so, runs to hundreds of kilobytes, which must not
+// sit in one stack frame (evaluation runs with a 1 MB stack); anything smaller stays where it is, so
+// an evaluation still allocates nothing but its results. Built from `make`, which returns the
+// evaluator as a prvalue: it is constructed in its place, never moved. (A plain owner rather than
+// std::unique_ptr: unique_ptr keeps its pointer in a std::tuple, whose constructors g++ resolves in
+// time exponential in the depth of the evaluator types; see core/plain_tuple.hpp.)
+inline constexpr std::size_t evaluator_stack_limit = 16 * 1024;
+template <class T, bool OnHeap = (sizeof(T) > evaluator_stack_limit)>
+class evaluator_home {
+ public:
+  template <class Make>
+  explicit evaluator_home(Make&& make) : value_(make()) {}
+  evaluator_home(const evaluator_home&) = delete;
+  evaluator_home& operator=(const evaluator_home&) = delete;
+  T& operator*() noexcept { return value_; }
+
+ private:
+  T value_;
+};
+template <class T>
+class evaluator_home<T, true> {
+ public:
+  template <class Make>
+  explicit evaluator_home(Make&& make) : p_(new T(make())) {}
+  evaluator_home(const evaluator_home&) = delete;
+  evaluator_home& operator=(const evaluator_home&) = delete;
+  ~evaluator_home() { delete p_; }
+  T& operator*() noexcept { return *p_; }
+
+ private:
+  T* p_;
+};
+// The evaluator of one expression.
+template <class Make>
+auto evaluator_in_place(Make&& make) {
+  return evaluator_home<decltype(make())>(make);
+}
+// The evaluators of expressions X... of `args`, as one plain_tuple.
+template <std::size_t... X, class Args, class Ctx>
+auto evaluators_in_place(std::index_sequence<X...>, const Args& args, Ctx& ctx) {
+  using T = plain_tuple<decltype(make_evaluator(get<X>(args), ctx))...>;
+  return evaluator_home<T>([&] { return T{{{make_evaluator(get<X>(args), ctx)}...}}; });
+}
 }  // namespace cpu
 
 // Evaluates an expression on the CPU: eval(loss, x = images, y = labels, parameters). All runtime
@@ -57,7 +102,8 @@ template <expression E, class... Sources>
 tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sources) {
   detail::log_compiled_placement(tie_plain(expr));
   cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
-  auto ev = cpu::make_evaluator(expr, ctx);
+  auto ev_memory = cpu::evaluator_in_place([&] { return cpu::make_evaluator(expr, ctx); });
+  auto& ev = *ev_memory;
   tensor<value_type_of<E>, shape_of<E>> out(ev.extents, uninitialized);
   if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(tie_plain(expr), detail::nonfinite_outputs(out), sources...);
   return out;
@@ -72,7 +118,8 @@ void eval_into(tensor<value_type_of<E>, shape_of<E>>& out, const E& expr, const 
   using result = tensor<value_type_of<E>, shape_of<E>>;
   detail::log_compiled_placement(tie_plain(expr));
   cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
-  auto ev = cpu::make_evaluator(expr, ctx);
+  auto ev_memory = cpu::evaluator_in_place([&] { return cpu::make_evaluator(expr, ctx); });
+  auto& ev = *ev_memory;
   if (check_numerics_enabled()) {
     result fresh(ev.extents, uninitialized);
     if (!cpu::compute(ev, ctx, fresh.data()))
@@ -107,7 +154,8 @@ void eval_into(std::tuple<Out&...> outs, const E1& e1, const Rest&... rest) {
     cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<k + S, all>>...>
         ctx(get<k + S>(args)...);
-    auto evs = make_plain_tuple(cpu::make_evaluator(get<X>(args), ctx)...);
+    auto evs_memory = cpu::evaluators_in_place(std::index_sequence<X...>{}, args, ctx);
+    auto& evs = *evs_memory;
     static_assert((std::is_same_v<std::remove_cvref_t<Out>, tensor<value_type_of<std::tuple_element_t<X, all>>,
                                                                    shape_of<std::tuple_element_t<X, all>>>> && ...),
                   "symflow: an output tensor's dtype or shape type does not match its expression");
@@ -144,7 +192,8 @@ auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
     cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<2 + k + S, all>>...>
         ctx(get<2 + k + S>(args)...);
-    auto evs = make_plain_tuple(cpu::make_evaluator(get<X>(args), ctx)...);
+    auto evs_memory = cpu::evaluators_in_place(std::index_sequence<X...>{}, args, ctx);
+    auto& evs = *evs_memory;
     auto outs = std::tuple{tensor<value_type_of<std::tuple_element_t<X, std::tuple<E1, E2, Rest...>>>,
                                   shape_of<std::tuple_element_t<X, std::tuple<E1, E2, Rest...>>>>(
         get<X>(evs).extents, uninitialized)...};

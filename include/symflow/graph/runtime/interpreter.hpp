@@ -280,14 +280,29 @@ class interpreter {
         }
     }
 
-    void ensure(std::uint32_t id) {
-      if (values[id].ready) return;
-      if (group_of[id] >= 0) {
-        run_group(group_of[id]);
-        return;
+    // Computes `root` and what it needs, depth first, with a stack of its own: a gradient's graph is
+    // a chain hundreds of nodes deep, which must not take a native stack frame per node.
+    void ensure(std::uint32_t root) {
+      std::vector<std::uint32_t> pending{root};
+      while (!pending.empty()) {
+        const std::uint32_t id = pending.back();
+        if (values[id].ready) {
+          pending.pop_back();
+          continue;
+        }
+        const int gi = group_of[id];
+        bool waiting = false;
+        for (auto i : gi >= 0 ? group_externals(gi) : node(id).inputs)
+          if (!values[i].ready) pending.push_back(i), waiting = true;
+        if (waiting) continue;
+        pending.pop_back();
+        if (gi >= 0) run_group(gi);
+        else run_single(id);
       }
+    }
+    // A node outside any group, its inputs ready.
+    void run_single(std::uint32_t id) {
       const auto& n = node(id);
-      for (auto i : n.inputs) ensure(i);
       if (n.is_literal()) run_node(id);
       else account([&] { return n.op + " '" + n.name + "' -> " + value_type_string(id); }, [&] { run_node(id); });
       if (checking && !n.is_literal()) check_finite(id);
@@ -376,16 +391,20 @@ class interpreter {
 
     // One pass over the group's extents (fused_pass.hpp); stored members are written to their
     // storage, the others live in tile buffers or registers.
-    void run_group(int gi) {
-      group& gr = groups[gi];
-      const auto& members = gr.members;
+    // The values a group reads from outside it, each once.
+    std::vector<std::uint32_t> group_externals(int gi) const {
       std::vector<std::uint32_t> externals;
-      for (auto m : members)
+      for (auto m : groups[gi].members)
         for (auto i : node(m).inputs)
           if (group_of[i] != gi && std::find(externals.begin(), externals.end(), i) == externals.end())
             externals.push_back(i);
-      for (auto e : externals) ensure(e);
-      if (values[members.front()].ready) return;  // ensured while running an external (cannot happen, but harmless)
+      return externals;
+    }
+    // Runs a group whose external inputs are ready (ensure).
+    void run_group(int gi) {
+      group& gr = groups[gi];
+      const auto& members = gr.members;
+      const std::vector<std::uint32_t> externals = group_externals(gi);
 
       std::vector<bool> stored(members.size());
       for (std::size_t k = 0; k < members.size(); ++k) {

@@ -73,6 +73,13 @@ class runtime_program {
     for (auto k : leaf_operand_) leaves.push_back(operands.at(k));
     std::lock_guard lock(mutex_);
     interpreter_.run_bound(outputs_, leaves);
+    // Each output must have the extents the typed node made room for (flat_size).
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      const runtime_extents expected = sources_[i] == scalar_output ? runtime_extents{} : operands.at(sources_[i]).extents;
+      if (outputs_[i].type() != type_ || outputs_[i].extents() != expected)
+        throw shape_error("runtime_program: output " + std::to_string(i) + " is " + outputs_[i].type_string() +
+                          ", expected " + std::string(dtype_name(type_)) + format_extents(expected));
+    }
     auto* bytes = static_cast<unsigned char*>(out);
     for (const auto& o : outputs_) {
       if (o.byte_size()) std::memcpy(bytes, o.bytes(), o.byte_size());

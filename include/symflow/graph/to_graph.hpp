@@ -188,15 +188,9 @@ class graph_lowering {
       std::vector<ref> operands;
       std::apply([&](const auto&... a) { (operands.push_back(lower(a)), ...); }, e.args());
       const graph& p = e.op.program->source();
-      const auto& names = e.op.program->operand_names();
       std::vector<ref> value(p.first_node_id() + p.nodes.size());
       std::uint32_t id = 0;
-      for (const auto* list : {&p.inputs, &p.parameters})
-        for (const auto& leaf : *list) {
-          std::size_t k = 0;
-          while (k < names.size() && names[k] != leaf.name) ++k;
-          value[id++] = operands.at(k);
-        }
+      for (auto k : e.op.program->leaf_operands()) value[id++] = operands.at(k);
       for (const auto& c : p.constants) {
         g_.constants.push_back(c);
         value[id++] = {list::constant, static_cast<std::uint32_t>(g_.constants.size() - 1)};

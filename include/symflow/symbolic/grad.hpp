@@ -104,6 +104,18 @@ template <class X, class List>
 inline constexpr bool in_list = false;
 template <class X, class... T>
 inline constexpr bool in_list<X, type_list<T...>> = (std::is_same_v<X, T> || ...);
+// The position of X in List (the list's length when X is not in it).
+template <class X, class List>
+struct index_in;
+template <class X, class... T>
+struct index_in<X, type_list<T...>> {
+  static constexpr std::size_t value = [] {
+    constexpr bool same[] = {std::is_same_v<X, T>..., false};
+    std::size_t i = 0;
+    while (i < sizeof...(T) && !same[i]) ++i;
+    return i;
+  }();
+};
 
 // The adjoint g of node e flowing down to every occurrence of Target: by the op's own rule to the
 // operands, summed back over broadcast axes, accumulated where Target is reached. Nodes listed in

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <tuple>
 
 #include "../expr/scope.hpp"
 #include "grad.hpp"
@@ -34,6 +35,14 @@ struct distinct_node_count<type_list<T...>> {
 template <class E>
 inline constexpr bool gradient_by_sweep =
     node_count<E>() > 128 && node_count<E>() > 4 * distinct_node_count<typename post_order<type_list<>, E>::type>::value;
+// Whether a model grad would sweep is differentiated by a runtime program instead (see grad).
+#if SYMFLOW_DETAIL_PROGRAM_ROUTE
+template <class E, class... Leaves>
+inline constexpr bool gradient_by_program = program::program_applies<E, program::leaves_of_t<E>, Leaves...>::value;
+#else
+template <class E, class... Leaves>
+inline constexpr bool gradient_by_program = false;
+#endif
 }  // namespace detail
 
 // grad(loss, W, b): one gradient expression per leaf, each shaped like its leaf, derived from the
@@ -48,14 +57,8 @@ template <expression E, expression... Leaves>
 auto grad(const E& loss, const Leaves&... leaves) {
   if constexpr (detail::gradient_by_sweep<E>) {
     name_scope s("grad");
-#if SYMFLOW_DETAIL_PROGRAM_ROUTE
-    if constexpr (detail::program::program_applies<E, detail::program::leaves_of_t<E>, Leaves...>::value)
-      return grad_by_program(loss, leaves...);
-    else
-      return grad_sweep(loss, leaves...);
-#else
-    return grad_sweep(loss, leaves...);
-#endif
+    if constexpr (detail::gradient_by_program<E, Leaves...>) return grad_by_program(loss, leaves...);
+    else return grad_sweep(loss, leaves...);
   } else {
     return grad_by_paths(loss, leaves...);
   }
@@ -66,14 +69,10 @@ auto grad(const E& loss, const Leaves&... leaves) {
 // so evaluating all of them runs the model forward once; elsewhere it is `loss` itself.
 template <expression E, expression... Leaves>
 auto value_and_grad(const E& loss, const Leaves&... leaves) {
-#if SYMFLOW_DETAIL_PROGRAM_ROUTE
-  if constexpr (detail::gradient_by_sweep<E> &&
-                detail::program::program_applies<E, detail::program::leaves_of_t<E>, Leaves...>::value) {
+  if constexpr (detail::gradient_by_sweep<E> && detail::gradient_by_program<E, Leaves...>) {
     name_scope s("grad");
     return value_and_grad_by_program(loss, leaves...);
-  } else
-#endif
-  {
+  } else {
     if constexpr (sizeof...(Leaves) == 1) return tuple_of(loss, grad(loss, leaves...));
     else return std::apply([&](const auto&... g) { return tuple_of(loss, g...); }, grad(loss, leaves...));
   }

@@ -197,19 +197,12 @@ struct leaves_of<type_list<X, Rest...>, type_list<Out...>> {
 template <class E>
 using leaves_of_t = typename leaves_of<typename post_order<type_list<>, E>::type>::type;
 
-template <class X, class... L>
-inline constexpr std::size_t position_in = [] {
-  constexpr bool same[] = {std::is_same_v<X, L>..., false};
-  std::size_t i = 0;
-  while (i < sizeof...(L) && !same[i]) ++i;
-  return i;
-}();
 
 // One object of each leaf type of e, found by visiting each node object once.
 template <class E, class... L>
 void find_leaves(const E& e, std::tuple<const L*...>& found, std::vector<const void*>& visited) {
   if constexpr (is_leaf<E>) {
-    if constexpr (position_in<E, L...> < sizeof...(L)) std::get<position_in<E, L...>>(found) = &e;
+    if constexpr (index_in<E, type_list<L...>>::value < sizeof...(L)) std::get<index_in<E, type_list<L...>>::value>(found) = &e;
   } else if constexpr (has_operands<E>) {
     if (const void* id = node_identity(e)) {
       for (const void* v : visited)
@@ -247,7 +240,7 @@ auto value_and_gradients(const E& loss, const Wrt&... wrt) {
     std::tuple<const L*...> found{};
     std::vector<const void*> visited;
     find_leaves(loss, found, visited);
-    static constexpr std::array<std::size_t, sizeof...(Wrt)> at{position_in<Wrt, L...>...};
+    static constexpr std::array<std::size_t, sizeof...(Wrt)> at{index_in<Wrt, type_list<L...>>::value...};
     std::vector<std::size_t> differentiated;
     for (std::size_t k : at)
       if (k < sizeof...(L)) differentiated.push_back(k);

@@ -28,18 +28,6 @@ constexpr auto operator+(type_list<T...>, type_list<U...>) {
   return type_list<T..., U...>{};
 }
 
-template <class X, class List>
-struct index_in;
-template <class X, class... T>
-struct index_in<X, type_list<T...>> {
-  static constexpr std::size_t value = [] {
-    constexpr bool same[] = {std::is_same_v<X, T>..., false};
-    std::size_t i = 0;
-    while (i < sizeof...(T) && !same[i]) ++i;
-    return i;
-  }();
-};
-
 template <class Loss, class... Leaves>
 struct spec {
   using loss_type = Loss;

@@ -55,6 +55,8 @@ class runtime_program {
   const graph& source() const noexcept { return interpreter_.source(); }
   const std::vector<std::string>& operand_names() const noexcept { return names_; }
   const std::vector<std::size_t>& output_sources() const noexcept { return sources_; }
+  // Per leaf of source() (inputs, then parameters): the operand that gives its value.
+  const std::vector<std::size_t>& leaf_operands() const noexcept { return leaf_operand_; }
   dtype type() const noexcept { return type_; }
 
   // Elements of every output, one after another, for operands of these extents.

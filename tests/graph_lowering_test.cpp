@@ -156,6 +156,24 @@ TEST(GraphLowering, IdenticalSubexpressionsAreSharedOnce) {
   EXPECT_EQ((from_graph_tensor<float, shape<4>>(g.constants[0].data)(2)), 3.f);
 }
 
+TEST(GraphLowering, NodesAreMergedByOpAttributesAndOperandsOnly) {
+  auto x = placeholder<"x", float, shape<dyn, 3>>();
+  // Built separately, equal as values: one node each (the second's operands are the first's).
+  const graph g = to_graph(tanh(x * 2.f) + tanh(x * 2.f), sum(tanh(x * 2.f)));
+  EXPECT_EQ(count_op(g, "tanh"), 1u);
+  EXPECT_EQ(count_op(g, "mul"), 1u);
+  EXPECT_EQ(count_op(g, "literal"), 1u);
+  // 0 and -0 are different literals (x * -0.f is -0 where x > 0): two multiplications.
+  const graph z = to_graph(x * 0.f + x * -0.f);
+  EXPECT_EQ(count_op(z, "literal"), 2u);
+  EXPECT_EQ(count_op(z, "mul"), 2u);
+  // Different attributes are different nodes; the same op on other operands too.
+  const graph r = to_graph(sum(x, axes<0>) * 1.f + sum(x, axes<1>, keepdims) + sum(x * 1.f, axes<0>));
+  EXPECT_EQ(count_op(r, "sum"), 3u);
+  EXPECT_EQ(count_op(r, "mul"), 2u);  // (sum * 1) and (x * 1)
+  EXPECT_EQ(count_op(r, "literal"), 1u);
+}
+
 TEST(GraphLowering, LeavesWithOneNameAreRefused) {
   auto x = placeholder<"x", float, shape<dyn, 3>>();
   auto x64 = placeholder<"x", double, shape<dyn, 3>>();

@@ -94,6 +94,37 @@ TEST(ProgramGradient, ValueAndGradRunTheModelOnce) {
   EXPECT_EQ(eval(gw, w = wv)[1], 4.0);
 }
 
+TEST(ProgramGradient, EvalOfALargeScalarModelRunsAProgram) {
+  model m;
+  const auto loss = m.loss();
+  static_assert(symflow::detail::evaluated_by_program<decltype(loss)>::value);
+  // Not for values that are not scalars, nor for small expressions.
+  static_assert(!symflow::detail::evaluated_by_program<decltype(matmul(m.x, m.W1))>::value);
+  static_assert(!symflow::detail::evaluated_by_program<decltype(sum(m.b1 * m.b1))>::value);
+  cpu::counters().reset();
+  const auto routed = m.run(loss);
+  EXPECT_EQ(cpu::counters().kernels, 2u);  // the program's run and the copy of its output
+  // eval with two outputs stays typed: fused loops, an independent path to the same value.
+  const auto [typed, twice] = m.run(loss, loss);
+  EXPECT_NEAR(routed[0], typed[0], 1e-12 * std::abs(typed[0]));
+  EXPECT_EQ(typed[0], twice[0]);
+  tensor<double, shape<>> into;
+  eval_into(into, loss, m.x = m.xv, m.y = m.yv, m.W1 = m.W1v, m.b1 = m.b1v, m.g1 = m.g1v, m.W2 = m.W2v,
+            m.b2 = m.b2v, m.V = m.Vv);
+  EXPECT_EQ(into[0], routed[0]);
+  // A missing feed is still a compile error (tests/compile_fail); a NaN in the input reaches the
+  // value; check_numerics names a node of the model.
+  m.xv.data()[4] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(m.run(loss)[0]));
+  check_numerics_scope on;
+  try {
+    (void)m.run(loss);
+    ADD_FAILURE() << "no numerics_error";
+  } catch (const numerics_error& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ProgramGradient, InputsOfAnotherBatchSizeAndLeavesTheLossDoesNotRead) {
   model m;
   auto unused = variable<"unused", double, shape<2>>();

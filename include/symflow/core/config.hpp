@@ -13,6 +13,8 @@
 
 #if defined(__GNUC__) && !defined(SYMFLOW_NO_FORCE_INLINE)
 #define SYMFLOW_INLINE inline __attribute__((always_inline))
+#define SYMFLOW_INLINE_LAMBDA __attribute__((always_inline))
 #else
 #define SYMFLOW_INLINE inline
+#define SYMFLOW_INLINE_LAMBDA
 #endif

@@ -23,6 +23,8 @@ struct elementwise : expression_tag {
   const std::tuple<Args...>& args() const { return operands.get(); }
   [[no_unique_address]] Op op;
   node_info info;
+  // Destroying the node releases its operands and nothing else (see operand_list).
+  static constexpr bool destroyed_with_operands = std::is_trivially_destructible_v<Op>;
 };
 
 template <class E>

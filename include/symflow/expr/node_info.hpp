@@ -4,6 +4,7 @@
 #include "../core/source_site.hpp"
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace symflow {
 
@@ -33,6 +34,8 @@ struct node_info {
     return std::string(where.file_name()) + ":" + std::to_string(where.line());
   }
 };
+// (Op nodes rely on it: see operand_list.)
+static_assert(std::is_trivially_destructible_v<node_info>);
 
 namespace detail {
 struct scope_stack {

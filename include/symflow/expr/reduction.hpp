@@ -66,6 +66,7 @@ struct reduction : expression_tag {
   operand_list<A> operands;
   const std::tuple<A>& args() const { return operands.get(); }
   node_info info;
+  static constexpr bool destroyed_with_operands = true;  // see operand_list
 };
 
 // What a reduction's derivative rule is given to reduce an operand-shaped value over the node's own

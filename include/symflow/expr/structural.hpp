@@ -16,23 +16,38 @@ struct layout {
 };
 
 // "reshape 'dense1/reshape' (model.cpp:12)": how errors name a node. Placeholders and variables go
-// by their own names: "placeholder 'x' (model.cpp:3)".
-template <expression E>
-std::string describe(const E& e) {
-  std::string_view own = E::op_name;
-  if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) own = E::name.view();
-  return std::string(E::op_name) + " '" + e.info.scoped_name(own) + "' (" + e.info.location_string() + ")";
+// by their own names: "placeholder 'x' (model.cpp:3)". The text is built by one function for all
+// node types; the template only reads the node's names (as local constants: an odr-use of a node's
+// static op_name would emit one object per node type, named after the whole model below it).
+inline std::string describe_node(std::string_view op_name, std::string_view own, const node_info& info) {
+  return std::string(op_name) + " '" + info.scoped_name(own) + "' (" + info.location_string() + ")";
 }
 
 // describe(node), deferred: shape rules receive it and format it only when they throw, so a
 // successful evaluation builds no strings (and allocates nothing for them).
-template <expression E>
 struct node_description {
-  const E* node;
-  operator std::string() const { return describe(*node); }
+  std::string_view op_name, own;
+  const node_info* info;
+  operator std::string() const { return describe_node(op_name, own, *info); }
   friend std::string operator+(const node_description& d, const char* text) { return std::string(d) + text; }
   friend std::string operator+(const node_description& d, const std::string& text) { return std::string(d) + text; }
 };
+
+template <expression E>
+node_description describe_later(const E& e) {
+  constexpr std::string_view op_name = E::op_name;
+  if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
+    constexpr std::string_view own = E::name.view();
+    return {op_name, own, &e.info};
+  } else {
+    return {op_name, op_name, &e.info};
+  }
+}
+
+template <expression E>
+std::string describe(const E& e) {
+  return std::string(describe_later(e));
+}
 
 // A node that re-describes its operand's memory (transpose, reshape, slice): no arithmetic. Op
 // supplies the static shape rule, the runtime extents rule and the layout mapping.
@@ -48,6 +63,7 @@ struct view_node : expression_tag {
   const std::tuple<A>& args() const { return operands.get(); }
   Op op;
   node_info info;
+  static constexpr bool destroyed_with_operands = std::is_trivially_destructible_v<Op>;  // see operand_list
 };
 
 // A node whose result its op computes with a kernel of its own (matmul, concat, one_hot).
@@ -63,6 +79,7 @@ struct kernel_node : expression_tag {
   const std::tuple<Args...>& args() const { return operands.get(); }
   Op op;
   node_info info;
+  static constexpr bool destroyed_with_operands = std::is_trivially_destructible_v<Op>;  // see operand_list
 };
 
 // The condition of the static_assert for structural ops: prints the op and the operand shapes.

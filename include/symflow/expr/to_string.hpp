@@ -53,7 +53,8 @@ std::string node_string(const E& e) {
   } else if constexpr (E::kind == node_kind::literal) {
     return detail::literal_string(e.value);
   } else {
-    std::string out = std::string(E::op_name) + "(";
+    constexpr std::string_view op_name = E::op_name;  // a local copy: see describe_node
+    std::string out = std::string(op_name) + "(";
     bool first = true;
     std::apply([&](const auto&... a) { ((out += (first ? "" : ", ") + node_string(a), first = false), ...); },
                e.args());

@@ -1,19 +1,23 @@
 #pragma once
 // to_graph(exprs...): lowers expression types (gradients are ordinary expressions) to a graph value.
-// Identical subexpressions — same type and same runtime data (same_value) — become one value; the
-// first occurrence met in a depth-first, operands-in-order walk gives it its name and location.
+// Identical subexpressions become one value; the first occurrence met in a depth-first,
+// operands-in-order walk gives it its name and location. Identity is decided on the graph being
+// built, not on the types: copies of a node (one operand block) are lowered once, leaves are one
+// per name, and a node whose op, attributes, operands and type equal an earlier node's is that
+// node (hash-consing). The lowering then instantiates one function per node type and no
+// comparison of types, whose names spell the model below each node.
+#include <algorithm>
+#include <bit>
 #include <map>
 #include <set>
 #include <string>
 #include <tuple>
-#include <typeindex>
-#include <typeinfo>
 #include <unordered_map>
+#include <variant>
 
 #include "../core/params.hpp"
 #include "../expr/leaves.hpp"
 #include "../expr/node.hpp"
-#include "../expr/same_value.hpp"
 #include "../expr/structural.hpp"
 #include "graph.hpp"
 
@@ -79,11 +83,11 @@ class graph_lowering {
 
   template <expression E>
   ref lower(const E& e) {
-    auto [lo, hi] = seen_.equal_range(std::type_index(typeid(E)));
-    for (auto it = lo; it != hi; ++it)
-      if (same_value(*static_cast<const E*>(it->second.node), e)) return it->second.value;
+    const void* id = node_identity(e);
+    if (id)
+      if (auto it = by_identity_.find(id); it != by_identity_.end()) return it->second;
     const ref r = lower_new(e);
-    seen_.emplace(std::type_index(typeid(E)), entry{&e, r});
+    if (id) by_identity_.emplace(id, r);
     return r;
   }
 
@@ -119,29 +123,37 @@ class graph_lowering {
   }
 
  private:
-  struct entry {
-    const void* node;
-    ref value;
-  };
-
   template <expression E>
   ref lower_new(const E& e) {
+    // Local copies of the node's static names: an odr-use of E::op_name (or E::mask) would emit
+    // one object per node type, named after the whole model below it.
+    constexpr std::string_view op_name = E::op_name;
     if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
-      graph_leaf leaf{std::string(E::name.view()), graph_scope_of(e.info), graph_type_of<E>(),
-                      graph_location_of(e.info), std::nullopt};
+      // One leaf per name and type (a name given to leaves of two types is refused by finish()).
       constexpr bool input = E::kind == node_kind::placeholder;
       auto& leaves = input ? g_.inputs : g_.parameters;
-      leaves.push_back(std::move(leaf));
-      return {input ? list::input : list::parameter, static_cast<std::uint32_t>(leaves.size() - 1)};
+      const list where = input ? list::input : list::parameter;
+      const std::string_view name = E::name.view();
+      graph_type type = graph_type_of<E>();
+      for (std::size_t i = 0; i < leaves.size(); ++i)
+        if (leaves[i].name == name && leaves[i].type == type) return {where, static_cast<std::uint32_t>(i)};
+      leaves.push_back(graph_leaf{std::string(name), graph_scope_of(e.info), std::move(type), graph_location_of(e.info),
+                                  std::nullopt});
+      return {where, static_cast<std::uint32_t>(leaves.size() - 1)};
     } else if constexpr (E::kind == node_kind::constant) {
-      g_.constants.push_back({e.info.scoped_name(E::op_name), graph_type_of<E>(), graph_location_of(e.info),
+      // One constant per tensor object (constants share their storage when copied).
+      const void* data = e.value.get();
+      if (auto it = constants_by_data_.find(data); it != constants_by_data_.end()) return it->second;
+      g_.constants.push_back({e.info.scoped_name(op_name), graph_type_of<E>(), graph_location_of(e.info),
                               to_graph_tensor(*e.value)});
-      return {list::constant, static_cast<std::uint32_t>(g_.constants.size() - 1)};
+      const ref r{list::constant, static_cast<std::uint32_t>(g_.constants.size() - 1)};
+      constants_by_data_.emplace(data, r);
+      return r;
     } else if constexpr (E::kind == node_kind::literal) {
-      graph_node n{std::string(E::op_name), e.info.scoped_name(E::op_name),
-                   {{"value", literal_attribute(e.value)}, {"static", is_static_literal_v<E>}},
+      graph_node n{std::string(op_name), e.info.scoped_name(op_name),
+                   {{"value", literal_attribute(e.value)}, {"static", bool(is_static_literal_v<E>)}},
                    {}, graph_type_of<E>(), graph_location_of(e.info)};
-      return push_node(std::move(n), {});
+      return push_merged(std::move(n), {});
     } else if constexpr (E::kind == node_kind::elementwise && requires { E::op_type::materialises; }) {
       return lower(std::get<0>(e.args()));  // in a graph every value is stored once anyway
     } else if constexpr (E::kind == node_kind::reference) {
@@ -154,24 +166,30 @@ class graph_lowering {
       ref sum = lower(e.items().front());
       for (std::size_t i = 1; i < e.items().size(); ++i) {
         graph_node n{"add", e.info.scoped_name("add"), {}, {}, graph_type_of<E>(), graph_location_of(e.info)};
-        sum = push_node(std::move(n), {sum, lower(e.items()[i])});
+        sum = push_merged(std::move(n), {sum, lower(e.items()[i])});
       }
       return sum;
     } else {
       std::vector<ref> inputs;
       std::apply([&](const auto&... a) { (inputs.push_back(lower(a)), ...); }, e.args());
-      graph_node n{std::string(E::op_name), e.info.scoped_name(E::op_name), {}, {}, graph_type_of<E>(),
+      graph_node n{std::string(op_name), e.info.scoped_name(op_name), {}, {}, graph_type_of<E>(),
                    graph_location_of(e.info)};
       if constexpr (E::kind == node_kind::reduction) {
         std::vector<std::int64_t> axes;
-        for (std::size_t i = 0; i < E::mask.size(); ++i)
-          if (E::mask[i]) axes.push_back(static_cast<std::int64_t>(i));
+        constexpr auto mask = E::mask;
+        for (std::size_t i = 0; i < mask.size(); ++i)
+          if (mask[i]) axes.push_back(static_cast<std::int64_t>(i));
         n.attributes.push_back({"axes", std::move(axes)});
-        n.attributes.push_back({"keepdims", E::keep_dims});
+        constexpr bool keep_dims = E::keep_dims;
+        n.attributes.push_back({"keepdims", keep_dims});
       } else if constexpr (requires { e.op.visit_attributes(attribute_collector{&n.attributes}); }) {
         e.op.visit_attributes(attribute_collector{&n.attributes});
       }
-      return push_node(std::move(n), std::move(inputs));
+      // An op with state it cannot compare (no ==) is never taken for another (as same_value).
+      if constexpr (requires { e.op; } && !std::is_empty_v<typename E::op_type> && !requires { e.op == e.op; })
+        return push_node(std::move(n), std::move(inputs));
+      else
+        return push_merged(std::move(n), std::move(inputs));
     }
   }
 
@@ -183,10 +201,17 @@ class graph_lowering {
     if constexpr (requires { e.op.index; }) {
       const auto& run = std::get<0>(e.args());
       lower(run);
-      return program_outputs_.at(lowered_object(run)).at(e.op.index);
+      return program_outputs_.at(node_identity(run)).at(e.op.index);
     } else {
       std::vector<ref> operands;
       std::apply([&](const auto&... a) { (operands.push_back(lower(a)), ...); }, e.args());
+      // Another run of the same program on the same operands (a gradient rule applied twice) is
+      // that run.
+      for (const auto& [program, earlier] : program_runs_)
+        if (program == e.op.program.get() && same_refs(earlier.operands, operands)) {
+          program_outputs_[node_identity(e)] = earlier.outputs;
+          return earlier.outputs.at(0);
+        }
       const graph& p = e.op.program->source();
       std::vector<ref> value(p.first_node_id() + p.nodes.size());
       std::uint32_t id = 0;
@@ -204,17 +229,10 @@ class graph_lowering {
       }
       std::vector<ref> outputs;
       for (auto o : p.outputs) outputs.push_back(value.at(o));
-      program_outputs_[&e] = outputs;
+      program_outputs_[node_identity(e)] = outputs;
+      program_runs_.push_back({e.op.program.get(), {std::move(operands), outputs}});
       return outputs.at(0);
     }
-  }
-  // The object lowered first among those equal to e (what seen_ holds).
-  template <expression E>
-  const void* lowered_object(const E& e) const {
-    auto [lo, hi] = seen_.equal_range(std::type_index(typeid(E)));
-    for (auto it = lo; it != hi; ++it)
-      if (same_value(*static_cast<const E*>(it->second.node), e)) return it->second.node;
-    return &e;
   }
 
   ref push_node(graph_node n, std::vector<ref> inputs) {
@@ -223,11 +241,56 @@ class graph_lowering {
     return {list::node, static_cast<std::uint32_t>(g_.nodes.size() - 1)};
   }
 
+  // push_node, unless an earlier node has the same op, attributes, operands and type: then that one.
+  ref push_merged(graph_node n, std::vector<ref> inputs) {
+    std::uint64_t h = std::hash<std::string>{}(n.op);
+    auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    for (const ref& r : inputs) mix(std::uint64_t(r.where) << 32 | r.index);
+    mix(std::uint64_t(n.type.type));
+    for (auto x : n.type.shape) mix(std::uint64_t(x));
+    for (const auto& a : n.attributes) {
+      mix(std::hash<std::string>{}(a.key));
+      mix(a.value.index());
+      std::visit(
+          [&](const auto& v) {
+            using V = std::remove_cvref_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, double>) mix(std::bit_cast<std::uint64_t>(v));
+            else if constexpr (std::is_same_v<V, std::string>) mix(std::hash<std::string>{}(v));
+            else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) for (auto x : v) mix(std::uint64_t(x));
+            else mix(std::uint64_t(v));
+          },
+          a.value);
+    }
+    auto [lo, hi] = merged_.equal_range(h);
+    for (auto it = lo; it != hi; ++it) {
+      const graph_node& m = g_.nodes[it->second];
+      const auto& m_inputs = node_inputs_[it->second];
+      if (m.op == n.op && m.type == n.type && m.attributes == n.attributes && m_inputs.size() == inputs.size() &&
+          std::equal(inputs.begin(), inputs.end(), m_inputs.begin(),
+                     [](const ref& a, const ref& b) { return a.where == b.where && a.index == b.index; }))
+        return {list::node, it->second};
+    }
+    const ref r = push_node(std::move(n), std::move(inputs));
+    merged_.emplace(h, r.index);
+    return r;
+  }
+
+  struct program_run_entry {
+    std::vector<ref> operands, outputs;
+  };
+  static bool same_refs(const std::vector<ref>& a, const std::vector<ref>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const ref& x, const ref& y) { return x.where == y.where && x.index == y.index; });
+  }
+
   graph g_;
   std::vector<std::vector<ref>> node_inputs_;
   std::vector<ref> outputs_;
-  std::unordered_multimap<std::type_index, entry> seen_;
-  std::map<const void*, std::vector<ref>> program_outputs_;
+  std::unordered_map<const void*, ref> by_identity_;          // op nodes by operand block
+  std::unordered_map<const void*, ref> constants_by_data_;    // constants by storage
+  std::unordered_multimap<std::uint64_t, std::uint32_t> merged_;  // hash-consed nodes by their hash
+  std::map<const void*, std::vector<ref>> program_outputs_;   // program_run nodes by identity
+  std::vector<std::pair<const void*, program_run_entry>> program_runs_;
 };
 }  // namespace detail
 

@@ -2,6 +2,7 @@
 #include <cstddef>
 #include <tuple>
 
+#include "../eval/program_route.hpp"
 #include "../expr/scope.hpp"
 #include "grad.hpp"
 // The runtime program's route needs the graph runtime's op tables, which cost a translation unit
@@ -39,6 +40,18 @@ inline constexpr bool gradient_by_sweep =
 #if SYMFLOW_DETAIL_PROGRAM_ROUTE
 template <class E, class... Leaves>
 inline constexpr bool gradient_by_program = program::program_applies<E, program::leaves_of_t<E>, Leaves...>::value;
+// eval computes the scalar values of the models grad would give to a program with a program too:
+// a deep model's loss, evaluated for a progress line, would otherwise cost the compiler more than
+// its gradient does.
+// (Asked of every expression eval is given: only scalars are measured, once each.)
+template <class E, bool Scalar = shape_of<E>::rank == 0>
+struct large_scalar_model : std::false_type {};
+template <class E>
+struct large_scalar_model<E, true> : std::bool_constant<gradient_by_sweep<E> && gradient_by_program<E>> {};
+template <class E>
+struct evaluated_by_program<E, std::enable_if_t<large_scalar_model<E>::value>> : std::true_type {
+  static auto rewrite(const E& e) { return value_by_program(e); }
+};
 #else
 template <class E, class... Leaves>
 inline constexpr bool gradient_by_program = false;

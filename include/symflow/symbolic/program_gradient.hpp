@@ -198,19 +198,37 @@ template <class E>
 using leaves_of_t = typename leaves_of<typename post_order<type_list<>, E>::type>::type;
 
 
-// One object of each leaf type of e, found by visiting each node object once.
-template <class E, class... L>
-void find_leaves(const E& e, std::tuple<const L*...>& found, std::vector<const void*>& visited) {
+// One object of each leaf of e, with its name, found by visiting each node object once. (Keyed by
+// name, not by the list of leaf types: the instances of find_leaves are then named after their node
+// alone.)
+struct found_leaf {
+  std::string_view name;
+  const void* leaf;
+};
+template <class E>
+void find_leaves(const E& e, std::vector<found_leaf>& found, std::vector<const void*>& visited) {
   if constexpr (is_leaf<E>) {
-    if constexpr (index_in<E, type_list<L...>>::value < sizeof...(L)) std::get<index_in<E, type_list<L...>>::value>(found) = &e;
+    constexpr std::string_view name = E::name.view();
+    for (const auto& f : found)
+      if (f.name == name) return;
+    found.push_back({name, &e});
   } else if constexpr (has_operands<E>) {
     if (const void* id = node_identity(e)) {
       for (const void* v : visited)
         if (v == id) return;
       visited.push_back(id);
     }
-    std::apply([&](const auto&... a) { (find_leaves(a, found, visited), ...); }, e.args());
+    std::apply([&](const auto&... a) SYMFLOW_INLINE_LAMBDA { (find_leaves(a, found, visited), ...); }, e.args());
   }
+}
+// The leaf L among those found. Call it after to_graph has lowered the same expression: a leaf's
+// name then stands for one leaf type (to_graph refuses a name given to leaves of two types).
+template <class L>
+const L& found_as(const std::vector<found_leaf>& found) {
+  constexpr std::string_view name = L::name.view();
+  for (const auto& f : found)
+    if (f.name == name) return *static_cast<const L*>(f.leaf);
+  throw graph_error("grad: leaf '" + std::string(name) + "' was not found in the expression");
 }
 
 // Whether grad may take the program's route: every floating value the loss reads and every leaf
@@ -228,6 +246,16 @@ struct program_applies<E, type_list<L...>, Wrt...> {
 }  // namespace detail::program
 
 namespace detail::program {
+// Output `output` of the program as leaf's gradient, or zeros where the loss does not read the leaf.
+// A function of its own, not a lambda in value_and_gradients: its instances (one per leaf) are
+// then named after the leaves, not after the loss.
+template <bool InLoss, class T, class Leaf, class Run, class... L>
+auto gradient_output(const std::shared_ptr<const runtime_program>& program, std::size_t output, const Leaf& leaf,
+                     const Run& run, const L&... leaves) {
+  if constexpr (!InLoss) return expand_as(zero<T>{}, leaf);
+  else return make_kernel(ops::program_output_op<T, shape_of<Leaf>>{program, output}, source_site::current(), run, leaves...);
+}
+
 // The loss's value (when WithValue) and its gradients, all outputs of one program run.
 template <bool WithValue, expression E, expression... Wrt>
 auto value_and_gradients(const E& loss, const Wrt&... wrt) {
@@ -237,43 +265,54 @@ auto value_and_gradients(const E& loss, const Wrt&... wrt) {
                 "symflow: grad differentiates with respect to floating-point placeholders and variables only");
   using T = value_type_of<E>;
   return [&]<class... L>(type_list<L...>) {
-    std::tuple<const L*...> found{};
+    std::vector<found_leaf> found;
     std::vector<const void*> visited;
     find_leaves(loss, found, visited);
     static constexpr std::array<std::size_t, sizeof...(Wrt)> at{index_in<Wrt, type_list<L...>>::value...};
+    // Output 1 + j is the gradient for the j-th differentiated leaf found in the loss.
+    static constexpr std::array<std::size_t, sizeof...(Wrt)> output = [] {
+      std::array<std::size_t, sizeof...(Wrt)> o{};
+      std::size_t next = 1;
+      for (std::size_t i = 0; i < o.size(); ++i)
+        if (at[i] < sizeof...(L)) o[i] = next++;
+      return o;
+    }();
     std::vector<std::size_t> differentiated;
     for (std::size_t k : at)
       if (k < sizeof...(L)) differentiated.push_back(k);
     const auto program = gradient_program(to_graph(loss), {std::string(L::name.view())...}, differentiated);
-    const auto run = make_kernel(ops::program_run_op<T>{program}, source_site::current(), *std::get<const L*>(found)...);
-    // Output 1 + j is the gradient for the j-th differentiated leaf found in the loss.
-    auto one = [&]<std::size_t I, class Leaf>(std::integral_constant<std::size_t, I>, const Leaf& leaf) {
-      constexpr std::size_t output = [] {
-        std::size_t o = 1;
-        for (std::size_t i = 0; i < I; ++i) o += at[i] < sizeof...(L);
-        return o;
-      }();
-      if constexpr (at[I] == sizeof...(L)) {
-        return expand_as(zero<T>{}, leaf);
-      } else {
-        return make_kernel(ops::program_output_op<T, shape_of<Leaf>>{program, output}, source_site::current(), run,
-                           *std::get<const L*>(found)...);
-      }
-    };
+    const auto run = make_kernel(ops::program_run_op<T>{program}, source_site::current(), found_as<L>(found)...);
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       if constexpr (WithValue) {
         const auto value = make_kernel(ops::program_output_op<T, shape<>>{program, 0}, source_site::current(), run,
-                                       *std::get<const L*>(found)...);
-        return tuple_of(value, one(std::integral_constant<std::size_t, I>{}, wrt)...);
+                                       found_as<L>(found)...);
+        return tuple_of(value, gradient_output<(at[I] < sizeof...(L)), T>(program, output[I], wrt, run, found_as<L>(found)...)...);
       } else if constexpr (sizeof...(Wrt) == 1) {
-        return one(std::integral_constant<std::size_t, 0>{}, wrt...);
+        return gradient_output<(at[0] < sizeof...(L)), T>(program, output[0], wrt..., run, found_as<L>(found)...);
       } else {
-        return tuple_of(one(std::integral_constant<std::size_t, I>{}, wrt)...);
+        return tuple_of(gradient_output<(at[I] < sizeof...(L)), T>(program, output[I], wrt, run, found_as<L>(found)...)...);
       }
     }(std::index_sequence_for<Wrt...>{});
   }(leaves_of_t<E>{});
 }
 }  // namespace detail::program
+
+// A scalar expression's value as output 0 of a program computing it (what eval runs for the
+// values of large models; see detail::evaluated_by_program in eval/cpu/eval.hpp).
+template <expression E>
+auto value_by_program(const E& e) {
+  static_assert(shape_of<E>::rank == 0, "symflow: value_by_program computes a scalar (rank-0) expression");
+  using T = value_type_of<E>;
+  return [&]<class... L>(detail::type_list<L...>) {
+    using detail::program::found_as;
+    std::vector<detail::program::found_leaf> found;
+    std::vector<const void*> visited;
+    detail::program::find_leaves(e, found, visited);
+    const auto program = gradient_program(to_graph(e), {std::string(L::name.view())...}, {});
+    const auto run = make_kernel(ops::program_run_op<T>{program}, source_site::current(), found_as<L>(found)...);
+    return make_kernel(ops::program_output_op<T, shape<>>{program, 0}, source_site::current(), run, found_as<L>(found)...);
+  }(detail::program::leaves_of_t<E>{});
+}
 
 // The gradients of a scalar loss with respect to leaves, computed by a runtime program: the loss's
 // graph, differentiated by the ops' runtime rules when this is called (cached by the graph's

@@ -41,7 +41,7 @@ void fused_update(std::tuple<Views...> outputs, const E1& e1, const Rest&... res
   [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
     static_assert((expression<std::tuple_element_t<X, all>> && ...),
                   "symflow: fused_update takes as many expressions as output views");
-    cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
+    cpu::outputs_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<k + S, all>>...>
         ctx(get<k + S>(args)...);
     auto evaluators_memory = cpu::evaluators_in_place(std::index_sequence<X...>{}, args, ctx);

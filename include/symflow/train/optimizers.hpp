@@ -79,7 +79,7 @@ void for_each_parameter(const Variables& variables, const Gradients& gradients, 
   constexpr std::size_t n = std::tuple_size_v<std::remove_cvref_t<Variables>>;
   static_assert(n == std::tuple_size_v<std::remove_cvref_t<Gradients>>,
                 "symflow: an optimiser step takes one gradient per variable");
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) SYMFLOW_INLINE_LAMBDA {
     (f(std::get<I>(variables), std::get<I>(gradients)), ...);
   }(std::make_index_sequence<n>{});
 }
@@ -100,7 +100,9 @@ void step_each_parameter(params& state, const learning_rate_schedule& schedule, 
                          const Gradients& gradients, Update&& update) {
   const std::uint64_t t = optimizer_step(state);
   const double rate = schedule(t);
-  for_each_parameter(variables, gradients, [&]<class V, class G>(const V& v, const G& g) {
+  // (The per-parameter lambdas here and in the optimisers are inlined: out of line, each would be
+  // a function named after the tuples of all variables and gradients.)
+  for_each_parameter(variables, gradients, [&]<class V, class G>(const V& v, const G& g) SYMFLOW_INLINE_LAMBDA {
     check_gradient_type<V, G>();
     update(v, g, t, rate);
   });
@@ -145,7 +147,7 @@ class sgd {
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
     detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
-                                [&]<class V, class G>(const V&, const G& g, std::uint64_t, double rate) {
+                                [&]<class V, class G>(const V&, const G& g, std::uint64_t, double rate) SYMFLOW_INLINE_LAMBDA {
       using T = typename V::value_type;
       const detail::update_leaves<T, typename V::shape_type> in;
       const auto lr = placeholder<"learning_rate", T, shape<>>();
@@ -181,7 +183,7 @@ class momentum {
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
     detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
-                                [&]<class V, class G>(const V&, const G& g, std::uint64_t, double rate) {
+                                [&]<class V, class G>(const V&, const G& g, std::uint64_t, double rate) SYMFLOW_INLINE_LAMBDA {
       using T = typename V::value_type;
       const detail::update_leaves<T, typename V::shape_type> in;
       const auto lr = placeholder<"learning_rate", T, shape<>>();
@@ -231,7 +233,7 @@ class adam {
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
     detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
-                                [&]<class V, class G>(const V&, const G& g, std::uint64_t t, double rate) {
+                                [&]<class V, class G>(const V&, const G& g, std::uint64_t t, double rate) SYMFLOW_INLINE_LAMBDA {
       const double n = double(t + 1);
       const double step_size = rate / (1 - std::pow(options_.beta1, n));
       const double inverse_sqrt_correction2 = 1 / std::sqrt(1 - std::pow(options_.beta2, n));

@@ -493,7 +493,7 @@ struct view_eval : materialised_base<typename Node::value_type, Node::rank> {
   C operand;
   typename Node::op_type op;
   view_eval(C c, const Node& node) : operand(std::move(c)), op(node.op) {
-    this->extents = op.infer_extents(node_description<Node>{&node}, operand.extents);
+    this->extents = op.infer_extents(describe_later(node), operand.extents);
     this->source = ref_of(node);
   }
   template <class Ctx>
@@ -526,7 +526,7 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
   const Node* node;
   kernel_eval(const Node& n, C... c) : operands(std::move(c)...), op(n.op), node(&n) {
     this->extents =
-        std::apply([&](const auto&... o) { return op.infer_extents(node_description<Node>{&n}, o.extents...); }, operands);
+        std::apply([&](const auto&... o) { return op.infer_extents(describe_later(n), o.extents...); }, operands);
     this->source = ref_of(n);
   }
   template <class Ctx>

@@ -2,7 +2,6 @@
 #include <atomic>
 #include <cstddef>
 #include <tuple>
-#include <typeinfo>
 #include <type_traits>
 #include <vector>
 
@@ -36,9 +35,8 @@ inline eval_counters& counters() {
 // A value computed during one evaluation, remembered so that an identical node (same type, same
 // runtime data) elsewhere in the expression reads it instead of computing it again.
 struct materialised_value {
-  const std::type_info* type = nullptr;
   const void* node = nullptr;
-  bool (*same)(const void*, const void*) = nullptr;
+  same_value_fn same = nullptr;  // also stands for the node's type (see same_value_erased)
   const void* data = nullptr;
   std::size_t rank = 0;
   std::array<std::size_t, 8> extents{}, strides{};
@@ -62,16 +60,13 @@ struct eval_context {
   template <class Node>
   const materialised_value* find_materialised(const Node& node) const {
     for (const auto& m : materialised)
-      if (*m.type == typeid(Node) && m.same(m.node, &node)) return &m;
+      if (m.same == &same_value_erased<Node> && m.same(m.node, &node)) return &m;
     return nullptr;
   }
   template <class Node>
   void remember(const Node& node, materialised_value value) {
-    value.type = &typeid(Node);
     value.node = &node;
-    value.same = [](const void* a, const void* b) {
-      return same_value(*static_cast<const Node*>(a), *static_cast<const Node*>(b));
-    };
+    value.same = &same_value_erased<Node>;
     materialised.push_back(value);
   }
 

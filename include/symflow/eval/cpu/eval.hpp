@@ -6,6 +6,7 @@
 #include "../../core/tensor.hpp"
 #include "../../debug/compiled_placement.hpp"
 #include "../../debug/nonfinite_report.hpp"
+#include "../program_route.hpp"
 #include "evaluators.hpp"
 #include "multi_output.hpp"
 
@@ -100,13 +101,17 @@ auto evaluators_in_place(std::index_sequence<X...>, const Args& args, Ctx& ctx) 
 // reductions, when the expression has them).
 template <expression E, class... Sources>
 tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sources) {
-  detail::log_compiled_placement(tie_plain(expr));
-  cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
-  auto ev_memory = cpu::evaluator_in_place([&] { return cpu::make_evaluator(expr, ctx); });
-  auto& ev = *ev_memory;
-  tensor<value_type_of<E>, shape_of<E>> out(ev.extents, uninitialized);
-  if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(tie_plain(expr), detail::nonfinite_outputs(out), sources...);
-  return out;
+  if constexpr (detail::evaluated_by_program<E>::value) {
+    return eval(detail::evaluated_by_program<E>::rewrite(expr), sources...);
+  } else {
+    detail::log_compiled_placement(tie_plain(expr));
+    cpu::outputs_context<std::tuple<E>, Sources...> ctx(sources...);
+    auto ev_memory = cpu::evaluator_in_place([&] { return cpu::make_evaluator(expr, ctx); });
+    auto& ev = *ev_memory;
+    tensor<value_type_of<E>, shape_of<E>> out(ev.extents, uninitialized);
+    if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(tie_plain(expr), detail::nonfinite_outputs(out), sources...);
+    return out;
+  }
 }
 
 // As eval, writing into `out` and reusing its memory when the extents already match (first
@@ -115,20 +120,24 @@ tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sour
 // that catches numerics_error still holds its last good values.
 template <expression E, class... Sources>
 void eval_into(tensor<value_type_of<E>, shape_of<E>>& out, const E& expr, const Sources&... sources) {
-  using result = tensor<value_type_of<E>, shape_of<E>>;
-  detail::log_compiled_placement(tie_plain(expr));
-  cpu::rooted_context<std::tuple<E>, Sources...> ctx(sources...);
-  auto ev_memory = cpu::evaluator_in_place([&] { return cpu::make_evaluator(expr, ctx); });
-  auto& ev = *ev_memory;
-  if (check_numerics_enabled()) {
-    result fresh(ev.extents, uninitialized);
-    if (!cpu::compute(ev, ctx, fresh.data()))
-      detail::report_nonfinite(tie_plain(expr), detail::nonfinite_outputs(fresh), sources...);
-    cpu::adopt_result(out, std::move(fresh));
-    return;
+  if constexpr (detail::evaluated_by_program<E>::value) {
+    eval_into(out, detail::evaluated_by_program<E>::rewrite(expr), sources...);
+  } else {
+    using result = tensor<value_type_of<E>, shape_of<E>>;
+    detail::log_compiled_placement(tie_plain(expr));
+    cpu::outputs_context<std::tuple<E>, Sources...> ctx(sources...);
+    auto ev_memory = cpu::evaluator_in_place([&] { return cpu::make_evaluator(expr, ctx); });
+    auto& ev = *ev_memory;
+    if (check_numerics_enabled()) {
+      result fresh(ev.extents, uninitialized);
+      if (!cpu::compute(ev, ctx, fresh.data()))
+        detail::report_nonfinite(tie_plain(expr), detail::nonfinite_outputs(fresh), sources...);
+      cpu::adopt_result(out, std::move(fresh));
+      return;
+    }
+    if (out.extents() != ev.extents || out.data() == nullptr) out = result(ev.extents, uninitialized);
+    cpu::compute(ev, ctx, out.data());
   }
-  if (out.extents() != ev.extents || out.data() == nullptr) out = result(ev.extents, uninitialized);
-  cpu::compute(ev, ctx, out.data());
 }
 
 namespace detail {
@@ -151,7 +160,7 @@ void eval_into(std::tuple<Out&...> outs, const E1& e1, const Rest&... rest) {
   using all = std::tuple<E1, Rest...>;
   [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
     detail::log_compiled_placement(tie_plain(get<X>(args)...));
-    cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
+    cpu::outputs_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<k + S, all>>...>
         ctx(get<k + S>(args)...);
     auto evs_memory = cpu::evaluators_in_place(std::index_sequence<X...>{}, args, ctx);
@@ -189,7 +198,7 @@ auto eval(const E1& e1, const E2& e2, const Rest&... rest) {
   return [&]<std::size_t... X, std::size_t... S>(std::index_sequence<X...>, std::index_sequence<S...>) {
     using all = std::tuple<E1, E2, Rest...>;
     detail::log_compiled_placement(tie_plain(get<X>(args)...));
-    cpu::rooted_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
+    cpu::outputs_context<std::tuple<std::remove_cvref_t<std::tuple_element_t<X, all>>...>,
                         std::remove_cvref_t<std::tuple_element_t<2 + k + S, all>>...>
         ctx(get<2 + k + S>(args)...);
     auto evs_memory = cpu::evaluators_in_place(std::index_sequence<X...>{}, args, ctx);

@@ -200,6 +200,46 @@ constexpr std::size_t occurrences_in_outputs() {
     return 2;
 }
 
+// The context for evaluating the outputs Roots (a std::tuple of their types). The context's type
+// is part of the name of every function an evaluation instantiates, so outputs are named in it only
+// where occurrences are counted (they have a reusable node) and their trees are small; elsewhere
+// they are left out and reuse is assumed where a subexpression qualifies for it. A deep model's loss spelled in each of those
+// names made up most of its object file; and the nodes of a deep model read runtime literals or
+// materialised values, which rules reuse out anyway.
+inline constexpr std::size_t max_named_outputs_tree = 256;
+template <class Roots>
+struct outputs_tree_size;
+template <class... R>
+struct outputs_tree_size<std::tuple<R...>> {
+  static constexpr std::size_t value = [] {
+    std::size_t n = 0;
+    ((n = symflow::detail::saturating_sum(n, node_count<R>())), ...);
+    return n;
+  }();
+};
+// Whether E has a node occurrences_in_outputs is asked about (a class template: computed once per
+// node type, so in time linear in the distinct nodes of a model that shares its subexpressions).
+template <class E, class Operands = operands_of<E>>
+struct has_reusable_node;
+template <class E, class... A>
+struct has_reusable_node<E, std::tuple<A...>> {
+  static constexpr bool value = [] {
+    if constexpr (E::kind == node_kind::elementwise && requires { E::op_type::costly; }) {
+      if constexpr (is_type_determined<E>()) return true;
+    }
+    return (has_reusable_node<A>::value || ...);
+  }();
+};
+template <class Roots>
+struct outputs_named_in_context;
+template <class... R>
+struct outputs_named_in_context<std::tuple<R...>> {
+  static constexpr bool value = (has_reusable_node<R>::value || ...) && outputs_tree_size<std::tuple<R...>>::value <= max_named_outputs_tree;
+};
+template <class Roots, class... Sources>
+using outputs_context = std::conditional_t<outputs_named_in_context<Roots>::value, rooted_context<Roots, Sources...>,
+                                           eval_context<Sources...>>;
+
 // Shared by evaluators whose value is materialised: after prepare() they read as a leaf.
 template <class T, std::size_t R>
 struct materialised_base {
@@ -286,7 +326,7 @@ struct view_eval : materialised_base<typename Node::value_type, Node::rank> {
   C operand;
   typename Node::op_type op;
   view_eval(C c, const Node& node) : operand(std::move(c)), op(node.op) {
-    this->extents = op.infer_extents(node_description<Node>{&node}, operand.extents);
+    this->extents = op.infer_extents(describe_later(node), operand.extents);
   }
   template <class Ctx>
   void prepare(Ctx& ctx) {
@@ -306,7 +346,7 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
   typename Node::op_type op;
   const Node* node;
   kernel_eval(const Node& n, C... c) : operands{{{std::move(c)}...}}, op(n.op), node(&n) {
-    this->extents = apply_plain([&](const auto&... o) { return op.infer_extents(node_description<Node>{&n}, o.extents...); },
+    this->extents = apply_plain([&](const auto&... o) { return op.infer_extents(describe_later(n), o.extents...); },
                                operands);
   }
   template <std::size_t I, class Ctx>

@@ -122,7 +122,8 @@ class operand_list {
   };
   // A block of operands that are all released by their handles is deleted by code shared by all
   // node types (destroy_plain); others by this function, one per node type.
-  static constexpr bool plain = (only_releases_operands<Args>() && ...) && sizeof...(Args) <= operand_block_handle::max_released &&
+  static constexpr bool plain = (only_releases_operands<Args>() && ...) &&
+                                sizeof...(Args) <= operand_block_handle::max_released &&
                                 alignof(block) <= alignof(std::max_align_t) && sizeof(block) < 65536;
   static void destroy(operand_block_handle::header* h) { delete static_cast<block*>(h); }
   static operand_block_handle::header* new_block() {
@@ -139,8 +140,9 @@ class operand_list {
   template <class A>
   static void note_release(block* b, const A& operand) {
     if constexpr (!std::is_trivially_destructible_v<A>)
-      b->released[b->release_count++] = static_cast<std::uint16_t>(
-          reinterpret_cast<const unsigned char*>(operand.operands.handle_address()) - reinterpret_cast<const unsigned char*>(b));
+      b->released[b->release_count++] =
+          static_cast<std::uint16_t>(reinterpret_cast<const unsigned char*>(operand.operands.handle_address()) -
+                                     reinterpret_cast<const unsigned char*>(b));
   }
   block* stored() const { return static_cast<block*>(handle_.get()); }
 

@@ -47,7 +47,8 @@ SYMFLOW_INLINE bool same_value(const E& a, const E& b) {
     bool same = true;
     if constexpr (requires { a.op; }) same = same_op(a.op, b.op);
     return same && [&]<std::size_t... I>(std::index_sequence<I...>) SYMFLOW_INLINE_LAMBDA {
-      return (same_value_erased<std::tuple_element_t<I, operands_of<E>>>(&std::get<I>(a.args()), &std::get<I>(b.args())) && ...);
+      return (same_value_erased<std::tuple_element_t<I, operands_of<E>>>(&std::get<I>(a.args()), &std::get<I>(b.args())) &&
+              ...);
     }(std::make_index_sequence<std::tuple_size_v<operands_of<E>>>{});
   }
 }

@@ -203,9 +203,8 @@ constexpr std::size_t occurrences_in_outputs() {
 // The context for evaluating the outputs Roots (a std::tuple of their types). The context's type
 // is part of the name of every function an evaluation instantiates, so outputs are named in it only
 // where occurrences are counted (they have a reusable node) and their trees are small; elsewhere
-// they are left out and reuse is assumed where a subexpression qualifies for it. A deep model's loss spelled in each of those
-// names made up most of its object file; and the nodes of a deep model read runtime literals or
-// materialised values, which rules reuse out anyway.
+// they are left out and reuse is assumed where a subexpression qualifies for it. A deep model's
+// loss spelled in each of those names made up most of its object file.
 inline constexpr std::size_t max_named_outputs_tree = 256;
 template <class Roots>
 struct outputs_tree_size;
@@ -224,8 +223,8 @@ struct has_reusable_node;
 template <class E, class... A>
 struct has_reusable_node<E, std::tuple<A...>> {
   static constexpr bool value = [] {
-    if constexpr (E::kind == node_kind::elementwise && requires { E::op_type::costly; }) {
-      if constexpr (is_type_determined<E>()) return true;
+    if constexpr (E::kind == node_kind::elementwise) {
+      if constexpr (is_costly_op_v<typename E::op_type> && is_type_determined<E>()) return true;
     }
     return (has_reusable_node<A>::value || ...);
   }();
@@ -234,7 +233,8 @@ template <class Roots>
 struct outputs_named_in_context;
 template <class... R>
 struct outputs_named_in_context<std::tuple<R...>> {
-  static constexpr bool value = (has_reusable_node<R>::value || ...) && outputs_tree_size<std::tuple<R...>>::value <= max_named_outputs_tree;
+  static constexpr bool value =
+      (has_reusable_node<R>::value || ...) && outputs_tree_size<std::tuple<R...>>::value <= max_named_outputs_tree;
 };
 template <class Roots, class... Sources>
 using outputs_context = std::conditional_t<outputs_named_in_context<Roots>::value, rooted_context<Roots, Sources...>,

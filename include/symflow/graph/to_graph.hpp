@@ -6,20 +6,18 @@
 // per name, and a node whose op, attributes, operands and type equal an earlier node's is that
 // node (hash-consing). The lowering then instantiates one function per node type and no
 // comparison of types, whose names spell the model below each node.
-#include <algorithm>
-#include <bit>
 #include <map>
 #include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
-#include <variant>
 
 #include "../core/params.hpp"
 #include "../expr/leaves.hpp"
 #include "../expr/node.hpp"
 #include "../expr/structural.hpp"
 #include "graph.hpp"
+#include "structure_hasher.hpp"
 
 namespace symflow {
 
@@ -79,6 +77,7 @@ class graph_lowering {
   struct ref {
     list where;
     std::uint32_t index;
+    bool operator==(const ref&) const = default;
   };
 
   template <expression E>
@@ -208,7 +207,7 @@ class graph_lowering {
       // Another run of the same program on the same operands (a gradient rule applied twice) is
       // that run.
       for (const auto& [program, earlier] : program_runs_)
-        if (program == e.op.program.get() && same_refs(earlier.operands, operands)) {
+        if (program == e.op.program.get() && earlier.operands == operands) {
           program_outputs_[node_identity(e)] = earlier.outputs;
           return earlier.outputs.at(0);
         }
@@ -243,31 +242,20 @@ class graph_lowering {
 
   // push_node, unless an earlier node has the same op, attributes, operands and type: then that one.
   ref push_merged(graph_node n, std::vector<ref> inputs) {
-    std::uint64_t h = std::hash<std::string>{}(n.op);
-    auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-    for (const ref& r : inputs) mix(std::uint64_t(r.where) << 32 | r.index);
-    mix(std::uint64_t(n.type.type));
-    for (auto x : n.type.shape) mix(std::uint64_t(x));
+    structure_hasher hash;
+    hash.add(n.op);
+    for (const ref& r : inputs) hash.add(std::uint64_t(r.where) << 32 | r.index);
+    hash.add(n.type);
     for (const auto& a : n.attributes) {
-      mix(std::hash<std::string>{}(a.key));
-      mix(a.value.index());
-      std::visit(
-          [&](const auto& v) {
-            using V = std::remove_cvref_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, double>) mix(std::bit_cast<std::uint64_t>(v));
-            else if constexpr (std::is_same_v<V, std::string>) mix(std::hash<std::string>{}(v));
-            else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) for (auto x : v) mix(std::uint64_t(x));
-            else mix(std::uint64_t(v));
-          },
-          a.value);
+      hash.add(a.key);
+      hash.add(a.value);
     }
+    const std::uint64_t h = hash.value();
     auto [lo, hi] = merged_.equal_range(h);
     for (auto it = lo; it != hi; ++it) {
       const graph_node& m = g_.nodes[it->second];
       const auto& m_inputs = node_inputs_[it->second];
-      if (m.op == n.op && m.type == n.type && m.attributes == n.attributes && m_inputs.size() == inputs.size() &&
-          std::equal(inputs.begin(), inputs.end(), m_inputs.begin(),
-                     [](const ref& a, const ref& b) { return a.where == b.where && a.index == b.index; }))
+      if (m.op == n.op && m.type == n.type && m.attributes == n.attributes && m_inputs == inputs)
         return {list::node, it->second};
     }
     const ref r = push_node(std::move(n), std::move(inputs));
@@ -278,10 +266,6 @@ class graph_lowering {
   struct program_run_entry {
     std::vector<ref> operands, outputs;
   };
-  static bool same_refs(const std::vector<ref>& a, const std::vector<ref>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                      [](const ref& x, const ref& y) { return x.where == y.where && x.index == y.index; });
-  }
 
   graph g_;
   std::vector<std::vector<ref>> node_inputs_;

@@ -29,55 +29,15 @@
 #include <vector>
 
 #include "../graph.hpp"
+#include "../structure_hasher.hpp"
 #include "plan.hpp"
 
 namespace symflow {
 
 namespace plan_cache_detail {
 
-class hasher {
- public:
-  void add(std::uint64_t v) {
-    // splitmix64's finaliser on the running state
-    h_ ^= v + 0x9e3779b97f4a7c15ULL + (h_ << 6) + (h_ >> 2);
-    h_ = (h_ ^ (h_ >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    h_ = (h_ ^ (h_ >> 27)) * 0x94d049bb133111ebULL;
-    h_ ^= h_ >> 31;
-  }
-  void add(std::string_view s) {
-    add(std::uint64_t(s.size()));
-    add(std::uint64_t(std::hash<std::string_view>{}(s)));
-  }
-  void add(const std::string& s) { add(std::string_view(s)); }
-  void add(const std::vector<std::int64_t>& v) {
-    add(std::uint64_t(v.size()));
-    for (auto x : v) add(std::uint64_t(x));
-  }
-  void add(const graph_type& t) {
-    add(std::uint64_t(t.type));
-    add(t.shape);
-  }
-  void add(const graph_location& w) {
-    add(w.file);
-    add(std::uint64_t(w.line));
-  }
-  void add(const attribute_value& v) {
-    add(std::uint64_t(v.index()));
-    std::visit(
-        [&](const auto& x) {
-          using X = std::remove_cvref_t<decltype(x)>;
-          if constexpr (std::is_same_v<X, double>) add(std::bit_cast<std::uint64_t>(x));
-          else if constexpr (std::is_same_v<X, bool>) add(std::uint64_t(x));
-          else if constexpr (std::is_same_v<X, std::int64_t>) add(std::uint64_t(x));
-          else add(x);
-        },
-        v);
-  }
-  std::uint64_t value() const { return h_; }
-
- private:
-  std::uint64_t h_ = 0x84222325cbf29ce4ULL;
-};
+// The hash of graph pieces, shared with to_graph (graph/structure_hasher.hpp).
+using hasher = structure_hasher;
 
 // A leaf, with an embedded value's presence, dtype and extents but not its elements.
 inline void add_leaf(hasher& h, const graph_leaf& l) {

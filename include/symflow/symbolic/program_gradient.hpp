@@ -302,16 +302,7 @@ auto value_and_gradients(const E& loss, const Wrt&... wrt) {
 template <expression E>
 auto value_by_program(const E& e) {
   static_assert(shape_of<E>::rank == 0, "symflow: value_by_program computes a scalar (rank-0) expression");
-  using T = value_type_of<E>;
-  return [&]<class... L>(detail::type_list<L...>) {
-    using detail::program::found_as;
-    std::vector<detail::program::found_leaf> found;
-    std::vector<const void*> visited;
-    detail::program::find_leaves(e, found, visited);
-    const auto program = gradient_program(to_graph(e), {std::string(L::name.view())...}, {});
-    const auto run = make_kernel(ops::program_run_op<T>{program}, source_site::current(), found_as<L>(found)...);
-    return make_kernel(ops::program_output_op<T, shape<>>{program, 0}, source_site::current(), run, found_as<L>(found)...);
-  }(detail::program::leaves_of_t<E>{});
+  return std::get<0>(detail::program::value_and_gradients<true>(e));  // the value, no gradients
 }
 
 // The gradients of a scalar loss with respect to leaves, computed by a runtime program: the loss's

@@ -147,6 +147,37 @@ TEST(Optimizers, RejectBadOptionsAndMismatchedState) {
   EXPECT_THROW(opt.step(p.model, state, std::tie(W, b), std::tie(p.gW[0], p.gb[0])), value_error);
 }
 
+// The update rules run over a parameter's elements as one flat run: a gradient of other extents
+// (possible with a dynamic shape) must be refused by name, not read past its end, and a strided
+// gradient view must be read element by element in the variable's order.
+TEST(Optimizers, GradientExtentsAreCheckedAndStridedGradientsRead) {
+  const auto d = variable<"d", float, shape<dyn, 3>>();
+  params model;
+  model.set("d", tensor<float, shape<dyn, 3>>(extents_t<2>{4, 3}, 1.0f));
+  sgd opt({.learning_rate = 0.5});
+  params state = opt.initial_state(model, d);
+  tensor<float, shape<dyn, 3>> short_gradient(extents_t<2>{2, 3}, 1.0f);
+  try {
+    opt.step(model, state, std::tie(d), std::tie(short_gradient));
+    ADD_FAILURE() << "a gradient of extents [2, 3] for a [4, 3] variable was accepted";
+  } catch (const shape_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'d'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[2,3]"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(optimizer_step(state), 0u);
+
+  // The transpose of a [3, 4] tensor, as a [4, 3] view with strides (1, 4).
+  tensor<float, shape<3, 4>> stored;
+  for (std::size_t i = 0; i < stored.size(); ++i) stored.data()[i] = float(i);
+  const tensor_view<float, shape<dyn, 3>> transposed(stored.data(), {4, 3}, {1, 4});
+  ASSERT_FALSE(transposed.is_contiguous());
+  opt.step(model, state, std::tie(d), std::tie(transposed));
+  const auto after = model.view<float, shape<dyn, 3>>("d");
+  for (std::size_t r = 0; r < 4; ++r)
+    for (std::size_t c = 0; c < 3; ++c)
+      EXPECT_EQ(after.data()[r * 3 + c], 1.0f - 0.5f * float(c * 4 + r)) << r << ", " << c;
+}
+
 // --- initialisers
 
 template <class Init>

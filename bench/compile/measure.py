@@ -7,10 +7,11 @@ timeout and a virtual-memory cap (ulimit -v) so a runaway compile cannot take th
 Records wall seconds and the compiler's peak RSS (/usr/bin/time -f '%e %M'), the object size, and
 for generated MLP programs links and runs them under `ulimit -s 1024` (1 MB stack).
 
-Every case is compiled as the project's targets are: with -DSYMFLOW_SEPARATE_RUNTIME_TABLES, linked
-with the graph runtime's op tables compiled once (cmake/runtime_tables.cpp, the library CMake
-builds as symflow_runtime_tables). That compile is measured too and reported in its own row: a
-program pays it once, like a library it links, not per translation unit.
+Every case is compiled as the project's targets are: with -DSYMFLOW_SEPARATE_COMPILATION, linked
+with what does not depend on the model compiled once (cmake/library/*.cpp: the graph runtime's op
+tables; update rules, checkpoint, IDX and TensorBoard files; the library CMake builds as
+symflow_library). Those compiles are measured too and reported in their own rows: a program pays
+them once, like a library it links, not per translation unit.
 
 Cases:
   1 2 4 8 ...        the N-layer LN+GELU MLP training step (bench/compile/gen_mlp.py N)
@@ -192,10 +193,17 @@ def source_for(case, workdir):
     return f"`examples/{case}.cpp`", path, False
 
 
-def measure(case, a, workdir, flags, tables=None):
-    if case == "tables":
-        label, src, generated = "runtime op tables, once per program (`cmake/runtime_tables.cpp`)", \
-            os.path.join(ROOT, "cmake", "runtime_tables.cpp"), False
+LIBRARY_PARTS = {
+    "tables": ("runtime op tables, once per program (`cmake/library/runtime_tables.cpp`)", "runtime_tables.cpp"),
+    "training": ("update rules, checkpoint, IDX, TensorBoard files, once per program "
+                 "(`cmake/library/training_and_files.cpp`)", "training_and_files.cpp"),
+}
+
+
+def measure(case, a, workdir, flags, library=()):
+    if case in LIBRARY_PARTS:
+        label, name = LIBRARY_PARTS[case]
+        src, generated = os.path.join(ROOT, "cmake", "library", name), False
     else:
         label, src, generated = source_for(case, workdir)
     row = {"case": label, "result": "", "secs": None, "rss_mb": None, "obj_kb": None, "ran": "n/a"}
@@ -218,7 +226,7 @@ def measure(case, a, workdir, flags, tables=None):
     if not generated or a.no_run:
         return row
     exe = obj[:-2]
-    link = subprocess.run([a.cxx, obj] + ([tables] if tables else []) + ["-o", exe, "-fopenmp", "-ldl"],
+    link = subprocess.run([a.cxx, obj] + list(library) + ["-o", exe, "-fopenmp", "-ldl", "-lz"],
                           capture_output=True, text=True,
                           preexec_fn=limits(int(a.mem_gb * 2**30)))
     if link.returncode != 0:
@@ -285,17 +293,20 @@ def main(argv):
     eigen = find_eigen()
     flags = [a.opt, "-march=native", "-std=c++20", "-fopenmp", "-Wall", "-Wextra",
              "-I", os.path.join(ROOT, "include"), "-isystem", eigen,
-             f'-DSYMFLOW_EIGEN_INCLUDE_DIR="{eigen}"', "-DSYMFLOW_SEPARATE_RUNTIME_TABLES"] + a.extra.split()
+             f'-DSYMFLOW_EIGEN_INCLUDE_DIR="{eigen}"', "-DSYMFLOW_SEPARATE_COMPILATION"] + a.extra.split()
     workdir = a.keep or tempfile.mkdtemp(prefix="symflow-compile-")
     os.makedirs(workdir, exist_ok=True)
     rows = []
     try:
-        tables_row = measure("tables", a, workdir, flags)
-        rows.append(tables_row)
-        tables = os.path.join(workdir, "runtime_tables.o") if tables_row["result"] == "ok" else None
-        print(f"[measure] runtime tables: {tables_row['result']}, {fmt(tables_row['secs'], '.1f')} s", file=sys.stderr)
+        library = []
+        for part, (_, name) in LIBRARY_PARTS.items():
+            part_row = measure(part, a, workdir, flags)
+            rows.append(part_row)
+            if part_row["result"] == "ok":
+                library.append(os.path.join(workdir, os.path.splitext(name)[0] + ".o"))
+            print(f"[measure] {part}: {part_row['result']}, {fmt(part_row['secs'], '.1f')} s", file=sys.stderr)
         for case in cases:  # one compile at a time, by design
-            rows.append(measure(case, a, workdir, flags, tables))
+            rows.append(measure(case, a, workdir, flags, library))
             r = rows[-1]
             print(f"[measure] {r['case']}: {r['result']}, {fmt(r['secs'], '.1f')} s, "
                   f"{fmt(r['rss_mb'], '.0f')} MB, ran: {r['ran']}", file=sys.stderr, flush=True)
@@ -310,7 +321,7 @@ def main(argv):
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     header = (f"Measured {when} on {commit or '?'}: {cpu_model()}, {os.cpu_count()} CPUs, "
               f"{compiler_version(a.cxx)}.\n"
-              f"Flags: `{' '.join([a.opt, '-march=native -std=c++20 -fopenmp -Wall -Wextra -DSYMFLOW_SEPARATE_RUNTIME_TABLES'] + a.extra.split())}`, "
+              f"Flags: `{' '.join([a.opt, '-march=native -std=c++20 -fopenmp -Wall -Wextra -DSYMFLOW_SEPARATE_COMPILATION'] + a.extra.split())}`, "
               f"one compile at a time, `nice`, timeout {a.timeout:g} s, `ulimit -v` {a.mem_gb:g} GB. "
               f"Generated programs run one training step (batch 256) under `ulimit -s 1024` and `OMP_STACKSIZE=1M`.\n"
               f"Reproduce: `bench/compile/measure.py {' '.join(cases)} --timeout {a.timeout:g} --mem-gb {a.mem_gb:g}`.")

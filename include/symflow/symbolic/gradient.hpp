@@ -7,9 +7,9 @@
 #include "grad.hpp"
 // The runtime program's route needs the graph runtime's op tables, which cost a translation unit
 // that compiles them about 45 s: it is taken where they are compiled once and linked
-// (SYMFLOW_SEPARATE_RUNTIME_TABLES, graph/runtime/tables_linkage.hpp, as the project's CMake
+// (SYMFLOW_SEPARATE_COMPILATION, core/separate_compilation.hpp, as the project's CMake
 // targets do), or where SYMFLOW_PROGRAM_GRADIENTS asks for it; elsewhere grad uses the typed sweep.
-#if defined(SYMFLOW_SEPARATE_RUNTIME_TABLES) || defined(SYMFLOW_PROGRAM_GRADIENTS)
+#if defined(SYMFLOW_SEPARATE_COMPILATION) || defined(SYMFLOW_PROGRAM_GRADIENTS)
 #include "program_gradient.hpp"
 #define SYMFLOW_DETAIL_PROGRAM_ROUTE 1
 #else

@@ -22,13 +22,14 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "../core/error.hpp"
 #include "../core/params.hpp"
 #include "../core/tensor.hpp"
 #include "../expr/leaves.hpp"
-#include "fused_update.hpp"
 #include "schedules.hpp"
+#include "update_rules.hpp"
 
 namespace symflow {
 
@@ -109,19 +110,28 @@ void step_each_parameter(params& state, const learning_rate_schedule& schedule, 
   set_optimizer_step(state, t + 1);
 }
 
-// The leaves of an update rule for one parameter of dtype T and shape S: the tensors it reads are
-// bound to these placeholders, so one rule serves every variable of that dtype and shape.
-template <class T, shape_spec S>
-struct update_leaves {
-  placeholder<"parameter", T, S> parameter;
-  placeholder<"gradient", T, S> gradient;
-  placeholder<"state_a", T, S> state_a;  // velocity, or Adam's first moment
-  placeholder<"state_b", T, S> state_b;  // Adam's second moment
-};
+// A parameter's stored value as one flat run of elements (the update rules are elementwise).
+template <class T, class S>
+flat_view<T> flat(const tensor_view<T, S>& stored) {
+  return flat_view<T>(stored.data(), {stored.size()});
+}
 
-template <class T>
-tensor<T, shape<>> scalar_value(double v) {
-  return tensor<T, shape<>>(static_cast<T>(v));
+// The gradient of `name` as a flat view: its extents must be the variable's; a strided view is
+// copied into `buffer` first.
+template <class G, class T, class S>
+flat_view<const T> flat_gradient(const G& g, const tensor_view<T, S>& stored, const std::string& name,
+                                 const char* optimizer, std::vector<T>& buffer) {
+  if (g.extents() != stored.extents())
+    throw shape_error(std::string(optimizer) + ": the gradient given for variable '" + name + "' has extents " +
+                      format_extents(g.extents()) + ", the variable " + format_extents(stored.extents()));
+  if constexpr (is_tensor_view_v<G>) {
+    if (!g.is_contiguous()) {
+      const auto copy = tensor<T, dyn_shape<S::rank>>::copy_of(g);
+      buffer.assign(copy.begin(), copy.end());
+      return flat_view<const T>(buffer.data(), {buffer.size()});
+    }
+  }
+  return flat_view<const T>(g.data(), {g.size()});
 }
 
 inline void require(bool ok, const std::string& message) {
@@ -149,11 +159,10 @@ class sgd {
     detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
                                 [&]<class V, class G>(const V&, const G& g, std::uint64_t, double rate) SYMFLOW_INLINE_LAMBDA {
       using T = typename V::value_type;
-      const detail::update_leaves<T, typename V::shape_type> in;
-      const auto lr = placeholder<"learning_rate", T, shape<>>();
-      const auto lr_value = detail::scalar_value<T>(rate);
-      auto w = detail::stored_value<V>(model, detail::variable_name<V>());
-      fused_update(std::tie(w), in.parameter - lr * in.gradient, in.parameter = w, in.gradient = g, lr = lr_value);
+      const std::string name = detail::variable_name<V>();
+      const auto w = detail::stored_value<V>(model, name);
+      std::vector<T> copy;
+      detail::sgd_update<T>(detail::flat(w), detail::flat_gradient(g, w, name, "sgd", copy), static_cast<T>(rate));
     });
   }
 
@@ -185,16 +194,13 @@ class momentum {
     detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
                                 [&]<class V, class G>(const V&, const G& g, std::uint64_t, double rate) SYMFLOW_INLINE_LAMBDA {
       using T = typename V::value_type;
-      const detail::update_leaves<T, typename V::shape_type> in;
-      const auto lr = placeholder<"learning_rate", T, shape<>>();
-      const auto mu = placeholder<"momentum", T, shape<>>();
-      const auto lr_value = detail::scalar_value<T>(rate), mu_value = detail::scalar_value<T>(options_.momentum);
       const std::string name = detail::variable_name<V>();
-      auto w = detail::stored_value<V>(model, name);
-      auto velocity = detail::stored_value<V>(state, "velocity/" + name);
-      const auto new_velocity = mu * in.state_a + in.gradient;
-      fused_update(std::tie(velocity, w), new_velocity, in.parameter - lr * new_velocity, in.parameter = w,
-                   in.gradient = g, in.state_a = velocity, lr = lr_value, mu = mu_value);
+      const auto w = detail::stored_value<V>(model, name);
+      const auto velocity = detail::stored_value<V>(state, "velocity/" + name);
+      std::vector<T> copy;
+      detail::momentum_update<T>(detail::flat(w), detail::flat(velocity),
+                                 detail::flat_gradient(g, w, name, "momentum", copy), static_cast<T>(rate),
+                                 static_cast<T>(options_.momentum));
     });
   }
 
@@ -238,32 +244,21 @@ class adam {
       const double step_size = rate / (1 - std::pow(options_.beta1, n));
       const double inverse_sqrt_correction2 = 1 / std::sqrt(1 - std::pow(options_.beta2, n));
       using T = typename V::value_type;
-      const detail::update_leaves<T, typename V::shape_type> in;
-      const auto b1 = placeholder<"beta1", T, shape<>>();
-      const auto b2 = placeholder<"beta2", T, shape<>>();
-      const auto one_minus_b1 = placeholder<"one_minus_beta1", T, shape<>>();
-      const auto one_minus_b2 = placeholder<"one_minus_beta2", T, shape<>>();
-      const auto alpha = placeholder<"step_size", T, shape<>>();
-      const auto correction2 = placeholder<"inverse_sqrt_correction2", T, shape<>>();
-      const auto eps = placeholder<"epsilon", T, shape<>>();
-      const auto b1_value = detail::scalar_value<T>(options_.beta1), b2_value = detail::scalar_value<T>(options_.beta2);
-      const auto one_minus_b1_value = detail::scalar_value<T>(1 - options_.beta1);
-      const auto one_minus_b2_value = detail::scalar_value<T>(1 - options_.beta2);
-      const auto alpha_value = detail::scalar_value<T>(step_size);
-      const auto correction2_value = detail::scalar_value<T>(inverse_sqrt_correction2);
-      const auto eps_value = detail::scalar_value<T>(options_.epsilon);
-
+      const detail::adam_scalars<T> scalars{
+          .beta1 = static_cast<T>(options_.beta1),
+          .beta2 = static_cast<T>(options_.beta2),
+          .one_minus_beta1 = static_cast<T>(1 - options_.beta1),
+          .one_minus_beta2 = static_cast<T>(1 - options_.beta2),
+          .step_size = static_cast<T>(step_size),
+          .inverse_sqrt_correction2 = static_cast<T>(inverse_sqrt_correction2),
+          .epsilon = static_cast<T>(options_.epsilon)};
       const std::string name = detail::variable_name<V>();
-      auto w = detail::stored_value<V>(model, name);
-      auto m = detail::stored_value<V>(state, "m/" + name);
-      auto v = detail::stored_value<V>(state, "v/" + name);
-      const auto new_m = b1 * in.state_a + one_minus_b1 * in.gradient;
-      const auto new_v = b2 * in.state_b + one_minus_b2 * square(in.gradient);
-      const auto new_w = in.parameter - alpha * new_m / (sqrt(new_v) * correction2 + eps);
-      fused_update(std::tie(m, v, w), new_m, new_v, new_w, in.parameter = w, in.gradient = g, in.state_a = m,
-                   in.state_b = v, b1 = b1_value, b2 = b2_value, one_minus_b1 = one_minus_b1_value,
-                   one_minus_b2 = one_minus_b2_value, alpha = alpha_value, correction2 = correction2_value,
-                   eps = eps_value);
+      const auto w = detail::stored_value<V>(model, name);
+      const auto m = detail::stored_value<V>(state, "m/" + name);
+      const auto v = detail::stored_value<V>(state, "v/" + name);
+      std::vector<T> copy;
+      detail::adam_update<T>(detail::flat(w), detail::flat(m), detail::flat(v),
+                             detail::flat_gradient(g, w, name, "adam", copy), scalars);
     });
   }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../../core/error.hpp"
+#include "../../core/separate_compilation.hpp"
 #include "protobuf.hpp"
 
 namespace symflow::tensorboard {
@@ -161,5 +162,11 @@ histogram make_histogram(std::span<const T> values, histogram_buckets buckets = 
   }
   return h;
 }
+
+#if SYMFLOW_LIBRARY_DECLARED_ONLY
+// Compiled once, in the library unit (core/separate_compilation.hpp).
+extern template histogram make_histogram<float>(std::span<const float>, histogram_buckets, std::string_view);
+extern template histogram make_histogram<double>(std::span<const double>, histogram_buckets, std::string_view);
+#endif
 
 }  // namespace symflow::tensorboard

@@ -19,7 +19,7 @@
 #include "../validate.hpp"
 #include "builder.hpp"
 #include "plan_cache.hpp"
-#include "tables_linkage.hpp"
+#include "../../core/separate_compilation.hpp"
 
 namespace symflow {
 
@@ -128,11 +128,11 @@ derivative_rule derivative_rule_of() {
   return r;
 }
 
-// Every op's derivative rule (instantiates each op's runtime gradient: see tables_linkage.hpp).
-#if SYMFLOW_RUNTIME_TABLES_DECLARED_ONLY
+// Every op's derivative rule (instantiates each op's runtime gradient: see core/separate_compilation.hpp).
+#if SYMFLOW_LIBRARY_DECLARED_ONLY
 const derivative_rule* find_derivative_rule(std::string_view name);
 #else
-SYMFLOW_RUNTIME_TABLE_LINKAGE const derivative_rule* find_derivative_rule(std::string_view name) {
+SYMFLOW_LIBRARY_LINKAGE const derivative_rule* find_derivative_rule(std::string_view name) {
   static const std::vector<derivative_rule> all = [] {
     std::vector<derivative_rule> v;
     std::apply([&](auto... e) { (v.push_back(derivative_rule_of<decltype(e)>()), ...); }, registered_ops{});

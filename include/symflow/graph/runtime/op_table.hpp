@@ -15,7 +15,7 @@
 #include "../../eval/cpu/evaluators.hpp"
 #include "../graph.hpp"
 #include "../op_registry.hpp"
-#include "tables_linkage.hpp"
+#include "../../core/separate_compilation.hpp"
 #include "type_spelling.hpp"
 #include "value.hpp"
 
@@ -217,11 +217,11 @@ runtime_op runtime_op_of() {
 }  // namespace runtime_detail
 
 // The runtime form of the op named `name`, or nullptr. Building this table instantiates every
-// op's kernels for every dtype: see tables_linkage.hpp for compiling it once per program.
-#if SYMFLOW_RUNTIME_TABLES_DECLARED_ONLY
+// op's kernels for every dtype: see core/separate_compilation.hpp for compiling it once per program.
+#if SYMFLOW_LIBRARY_DECLARED_ONLY
 const runtime_op* find_runtime_op(std::string_view name);
 #else
-SYMFLOW_RUNTIME_TABLE_LINKAGE const runtime_op* find_runtime_op(std::string_view name) {
+SYMFLOW_LIBRARY_LINKAGE const runtime_op* find_runtime_op(std::string_view name) {
   static const std::vector<runtime_op> all = [] {
     std::vector<runtime_op> v;
     std::apply([&](auto... entry) { (v.push_back(runtime_detail::runtime_op_of<decltype(entry)>()), ...); },

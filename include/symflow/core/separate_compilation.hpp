@@ -1,0 +1,33 @@
+#pragma once
+// symflow is header-only, and a program with one translation unit needs nothing else. A program
+// with several pays, in each of them, for code that does not depend on its model: the graph
+// runtime's two op tables (find_runtime_op: every op's kernels for every dtype;
+// find_derivative_rule: every op's gradient as a graph fragment; about 45 s and 1.9 GB of g++),
+// the optimisers' update rules for float and double, checkpoint files, IDX data files, TensorBoard
+// event files and the lowering of a typed model to a graph value (with the JSON parser they use).
+// Such a program can compile that code once:
+//
+//   - compile every translation unit with -DSYMFLOW_SEPARATE_COMPILATION: that code is then
+//     declared, not defined;
+//   - in exactly one translation unit, also define SYMFLOW_LIBRARY_IMPLEMENTATION and include the
+//     headers that hold it: it is defined there, with external linkage. The project's
+//     cmake/symflow_library.cpp is that unit (CMake target symflow_library).
+//
+// Compile that unit with the same code-generation flags as the rest (-march, -ffp-contract): the
+// interpreter's kernels and the update rules are compiled there.
+//
+// In a header, a function of this kind is declared with SYMFLOW_LIBRARY_LINKAGE (`inline`, or
+// nothing when compiled separately), and its definition — often in a companion *_impl.hpp that
+// also holds the includes only the definitions need — is compiled unless
+// SYMFLOW_LIBRARY_DECLARED_ONLY.
+#if defined(SYMFLOW_SEPARATE_COMPILATION)
+#define SYMFLOW_LIBRARY_LINKAGE
+#if defined(SYMFLOW_LIBRARY_IMPLEMENTATION)
+#define SYMFLOW_LIBRARY_DECLARED_ONLY 0
+#else
+#define SYMFLOW_LIBRARY_DECLARED_ONLY 1
+#endif
+#else
+#define SYMFLOW_LIBRARY_LINKAGE inline
+#define SYMFLOW_LIBRARY_DECLARED_ONLY 0
+#endif

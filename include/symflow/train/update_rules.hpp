@@ -1,0 +1,99 @@
+#pragma once
+// The optimisers' update rules, each one fused pass over a parameter's elements (fused_update.hpp),
+// written over flat views: a parameter is contiguous, and every rule is elementwise, so its shape
+// does not matter. One instantiation per dtype then serves every parameter of every model — where
+// a rule instantiated per parameter shape costs each training program about 40 KiB of object code
+// and seconds of g++ per optimiser — and float and double are compiled once, in the library that
+// holds the runtime's op tables (core/separate_compilation.hpp), when the program is built with
+// SYMFLOW_SEPARATE_COMPILATION.
+//
+// The scalars arrive in the parameter's dtype, rounded once per step: the same values the
+// per-shape rules fed.
+#include <type_traits>
+
+#include "../core/tensor.hpp"
+#include "../expr/leaves.hpp"
+#include "../core/separate_compilation.hpp"
+#include "../ops/all.hpp"
+#include "fused_update.hpp"
+
+namespace symflow::detail {
+
+template <class T>
+using flat_view = tensor_view<T, shape<dyn>>;
+
+template <class T>
+struct adam_scalars {
+  T beta1, beta2, one_minus_beta1, one_minus_beta2;
+  T step_size;                 // lr / (1 - beta1^t)
+  T inverse_sqrt_correction2;  // 1 / sqrt(1 - beta2^t)
+  T epsilon;
+};
+
+// The leaves of a rule: the tensors it reads are bound to these placeholders.
+template <class T>
+struct flat_update_leaves {
+  placeholder<"parameter", T, shape<dyn>> parameter;
+  placeholder<"gradient", T, shape<dyn>> gradient;
+  placeholder<"state_a", T, shape<dyn>> state_a;  // velocity, or Adam's first moment
+  placeholder<"state_b", T, shape<dyn>> state_b;  // Adam's second moment
+};
+
+template <class T>
+tensor<T, shape<>> scalar_of(T v) {
+  return tensor<T, shape<>>(v);
+}
+
+// w <- w - lr g
+template <class T>
+void sgd_update(flat_view<T> w, flat_view<const T> g, T learning_rate) {
+  const flat_update_leaves<T> in;
+  const auto lr = placeholder<"learning_rate", T, shape<>>();
+  fused_update(std::tie(w), in.parameter - lr * in.gradient, in.parameter = w, in.gradient = g,
+               lr = scalar_of(learning_rate));
+}
+
+// v <- mu v + g;  w <- w - lr v
+template <class T>
+void momentum_update(flat_view<T> w, flat_view<T> velocity, flat_view<const T> g, T learning_rate, T momentum) {
+  const flat_update_leaves<T> in;
+  const auto lr = placeholder<"learning_rate", T, shape<>>();
+  const auto mu = placeholder<"momentum", T, shape<>>();
+  const auto new_velocity = mu * in.state_a + in.gradient;
+  fused_update(std::tie(velocity, w), new_velocity, in.parameter - lr * new_velocity, in.parameter = w,
+               in.gradient = g, in.state_a = velocity, lr = scalar_of(learning_rate), mu = scalar_of(momentum));
+}
+
+// m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2;  w <- w - alpha m / (sqrt(v) c2 + eps)
+template <class T>
+void adam_update(flat_view<T> w, flat_view<T> m, flat_view<T> v, flat_view<const T> g, const adam_scalars<T>& s) {
+  const flat_update_leaves<T> in;
+  const auto b1 = placeholder<"beta1", T, shape<>>();
+  const auto b2 = placeholder<"beta2", T, shape<>>();
+  const auto one_minus_b1 = placeholder<"one_minus_beta1", T, shape<>>();
+  const auto one_minus_b2 = placeholder<"one_minus_beta2", T, shape<>>();
+  const auto alpha = placeholder<"step_size", T, shape<>>();
+  const auto correction2 = placeholder<"inverse_sqrt_correction2", T, shape<>>();
+  const auto eps = placeholder<"epsilon", T, shape<>>();
+  const auto new_m = b1 * in.state_a + one_minus_b1 * in.gradient;
+  const auto new_v = b2 * in.state_b + one_minus_b2 * square(in.gradient);
+  const auto new_w = in.parameter - alpha * new_m / (sqrt(new_v) * correction2 + eps);
+  fused_update(std::tie(m, v, w), new_m, new_v, new_w, in.parameter = w, in.gradient = g, in.state_a = m,
+               in.state_b = v, b1 = scalar_of(s.beta1), b2 = scalar_of(s.beta2),
+               one_minus_b1 = scalar_of(s.one_minus_beta1), one_minus_b2 = scalar_of(s.one_minus_beta2),
+               alpha = scalar_of(s.step_size), correction2 = scalar_of(s.inverse_sqrt_correction2),
+               eps = scalar_of(s.epsilon));
+}
+
+#if SYMFLOW_LIBRARY_DECLARED_ONLY
+#define SYMFLOW_UPDATE_RULES_FOR(T)                                                                          \
+  extern template void sgd_update<T>(flat_view<T>, flat_view<const T>, T);                                   \
+  extern template void momentum_update<T>(flat_view<T>, flat_view<T>, flat_view<const T>, T, T);             \
+  extern template void adam_update<T>(flat_view<T>, flat_view<T>, flat_view<T>, flat_view<const T>,          \
+                                      const adam_scalars<T>&);
+SYMFLOW_UPDATE_RULES_FOR(float)
+SYMFLOW_UPDATE_RULES_FOR(double)
+#undef SYMFLOW_UPDATE_RULES_FOR
+#endif
+
+}  // namespace symflow::detail

@@ -18,6 +18,8 @@
 #include <omp.h>
 #endif
 
+#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/graph/to_graph.hpp>
 #include <symflow/symflow.hpp>
 
 // ---------------------------------------------------------------------------------------------
@@ -28,10 +30,12 @@ std::atomic<bool> counting{false};
 std::atomic<long> allocations{0};
 std::atomic<void*> last_allocation{nullptr};
 std::atomic<std::size_t> last_allocation_size{0};
+std::atomic<long> large_allocations{0};  // of at least 64 KiB: tensors, not bookkeeping
 
 void note(void* p, std::size_t n) {
   if (counting.load(std::memory_order_relaxed)) {
     allocations.fetch_add(1, std::memory_order_relaxed);
+    if (n >= (std::size_t(1) << 16)) large_allocations.fetch_add(1, std::memory_order_relaxed);
     last_allocation.store(p, std::memory_order_relaxed);
     last_allocation_size.store(n, std::memory_order_relaxed);
   }
@@ -89,6 +93,7 @@ class allocation_count {
  public:
   allocation_count() {
     allocations.store(0);
+    large_allocations.store(0);
     last_allocation.store(nullptr);
     counting.store(true);
   }
@@ -302,6 +307,45 @@ TEST(EvalAllocations, BroadcastChainAndMeanAllocateOnlyTheOutput) {
     for (std::size_t i = 0; i < rows; ++i)
       for (std::size_t j = 0; j < cols; ++j) ref += std::exp(double(xv(i, j)) * rv(j) - cv(i, 0)) + 1.0;
     EXPECT_NEAR(m[0], ref / double(rows * cols), 1e-4);
+  }
+}
+
+// The graph interpreter keeps its intermediates' storage between runs (graph/runtime/buffer_pool.hpp):
+// a second run with the same extents allocates no tensor, and reused storage gives the same results,
+// also after a run with other extents.
+TEST(EvalAllocations, InterpreterReusesIntermediatesBetweenRuns) {
+  auto x = placeholder<"x", float, shape<dyn, 64>>();
+  auto W1 = variable<"W1", float, shape<64, 256>>();
+  auto W2 = variable<"W2", float, shape<256, 32>>();
+  const auto h = matmul(x, W1);                    // a kernel's output: 128 KiB for 128 rows
+  const auto y = matmul(tanh(h) * h + h, W2);      // a fused pass stored for the second matmul
+  const graph g = to_graph(y);
+  params store;
+  tensor<float, shape<64, 256>> w1;
+  tensor<float, shape<256, 32>> w2;
+  const auto r1 = random_vector<float>(w1.size(), 11, -0.2f, 0.2f), r2 = random_vector<float>(w2.size(), 12, -0.2f, 0.2f);
+  std::copy(r1.begin(), r1.end(), w1.begin());
+  std::copy(r2.begin(), r2.end(), w2.begin());
+  store.set("W1", w1);
+  store.set("W2", w2);
+  interpreter run(g);
+  std::vector<runtime_tensor> out;
+  for (std::size_t rows : {128u, 128u, 37u, 128u}) {
+    tensor<float, shape<dyn, 64>> xv(extents_t<2>{rows, 64});
+    const auto rx = random_vector<float>(xv.size(), 13 + rows, -1.f, 1.f);
+    std::copy(rx.begin(), rx.end(), xv.begin());
+    const runtime_feeds feeds{{"x", runtime_tensor(xv)}};
+    const bool warm = rows == 128 && !out.empty();  // the pool holds 128-row storage from the first run
+    allocation_count count;
+    run.run_into(out, feeds, &store);
+    count.stop();
+    if (warm) EXPECT_EQ(large_allocations.load(), 0) << "a second run with the same extents allocates no tensor";
+    const auto expected = eval(y, x = xv, store);
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].extents(), runtime_extents({rows, 32}));
+    const float* got = out[0].data<float>();
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      ASSERT_NEAR(got[i], expected.data()[i], 1e-4f * (1 + std::abs(expected.data()[i]))) << rows << " rows, element " << i;
   }
 }
 

@@ -94,6 +94,31 @@ TEST(ProgramGradient, ValueAndGradRunTheModelOnce) {
   EXPECT_EQ(eval(gw, w = wv)[1], 4.0);
 }
 
+// A training loop builds value_and_grad every step: the program (and its interpreter's storage) is
+// reused for a model of the same structure, names and constants (graph/runtime/program.hpp's
+// cache), and not when a constant's data differs.
+TEST(ProgramGradient, ProgramsAreReusedForTheSameModelOnly) {
+  model m;
+  const auto scaled_loss = [&](const tensor<double, shape<3>>& scale) {
+    auto h1 = model::layer(m.x, m.W1, m.b1) * m.g1;
+    auto h2 = model::layer(h1, m.W2, m.b2);
+    return mean(softmax_cross_entropy(matmul(h2, m.V) * constant(scale), m.y));
+  };
+  tensor<double, shape<3>> s1 = random_values<shape<3>>({3}, 8), s2 = s1;
+  s2[1] += 0.5;
+  const auto first = grad_by_program(scaled_loss(s1), m.V);
+  const auto again = grad_by_program(scaled_loss(s1), m.V);
+  const auto other = grad_by_program(scaled_loss(s2), m.V);
+  static_assert(is_program_output<decltype(first)>);
+  EXPECT_EQ(first.op.program, again.op.program) << "the same model gets the same program";
+  EXPECT_NE(first.op.program, other.op.program) << "another constant's data gets a program of its own";
+  const auto g_first = m.run(first), g_again = m.run(again), g_other = m.run(other);
+  auto one = [&](const auto& e) { return m.run(e); };
+  expect_close(g_first, finite_differences(scaled_loss(s1), m.Vv, one));
+  expect_close(g_other, finite_differences(scaled_loss(s2), m.Vv, one));
+  for (std::size_t i = 0; i < g_first.size(); ++i) EXPECT_EQ(g_first.data()[i], g_again.data()[i]) << i;
+}
+
 TEST(ProgramGradient, EvalOfALargeScalarModelRunsAProgram) {
   model m;
   const auto loss = m.loss();

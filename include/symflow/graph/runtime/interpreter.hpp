@@ -29,6 +29,7 @@
 #include "../../debug/trace.hpp"
 #include "feeds.hpp"
 #include "op_table.hpp"
+#include "buffer_pool.hpp"
 #include "fused_pass.hpp"
 #include "plan.hpp"
 #include "plan_cache.hpp"
@@ -328,7 +329,7 @@ class interpreter {
           }
         }
       }
-      v.owner = std::make_shared<runtime_tensor>(v.type, v.extents);
+      v.owner = self.pool_->acquire(v.type, v.extents);
       v.data = v.owner->bytes();
       v.ready = true;
       ++stats.materialised_values;
@@ -493,8 +494,9 @@ class interpreter {
         slot& v = values[g.outputs[k]];
         if (v.data == out[k].bytes() && out[k].extents() == v.extents && out[k].type() == v.type) continue;
         const bool repeated = std::count(g.outputs.begin() + std::ptrdiff_t(k) + 1, g.outputs.end(), g.outputs[k]) > 0;
-        if (!repeated && v.owner && v.owner.use_count() == 1 && v.data == v.owner->bytes() &&
-            v.owner->extents() == v.extents) {
+        // Held by this slot alone, beside the pool (which drops it once it is moved out).
+        if (!repeated && v.owner && v.data == v.owner->bytes() && v.owner->extents() == v.extents &&
+            v.owner.use_count() == 1 + long(self.pool_->holds(v.owner))) {
           out[k] = std::move(*v.owner);
           v.data = out[k].bytes();
           continue;
@@ -509,6 +511,8 @@ class interpreter {
   graph graph_;
   interpreter_options options_;
   std::shared_ptr<const graph_structure> structure_;  // plan_cache.hpp's key
+  // Intermediates' storage, kept between runs (buffer_pool.hpp); shared by copies of the interpreter.
+  std::shared_ptr<runtime_detail::buffer_pool> pool_ = std::make_shared<runtime_detail::buffer_pool>();
   mutable interpreter_stats stats_;
   mutable value_trace trace_;
   mutable interpreter_profile profile_;

@@ -206,10 +206,50 @@ class runtime_program {
   mutable std::map<std::size_t, std::shared_ptr<const runtime_program>> vjps_, jvps_;
 };
 
+namespace runtime_detail {
+// Gradient programs by the forward graph's structure, operand names, differentiated operands and
+// constants' data: a training step that builds value_and_grad afresh every iteration (as written
+// naturally) gets the same program back, whose interpreter keeps its plan, its outputs' storage
+// and its intermediates' (buffer_pool.hpp) from the last step. Few entries: each keeps about the
+// peak of its run's intermediates.
+struct cached_program {
+  graph_structure source;
+  std::vector<std::string> operand_names;
+  std::vector<std::size_t> wrt;
+  std::vector<graph_tensor> constants;  // the forward graph's, compared byte for byte
+  std::shared_ptr<const runtime_program> program;
+};
+inline graph_lru_cache<cached_program>& program_cache() {
+  static graph_lru_cache<cached_program>* cache = new graph_lru_cache<cached_program>(8);  // never destroyed
+  return *cache;
+}
+inline bool same_constants(const std::vector<graph_constant>& a, const std::vector<graph_tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i].data == b[i])) return false;
+  return true;
+}
+}  // namespace runtime_detail
+
 // The program computing the loss (output 0) of the graph `forward` and its gradient with respect to
-// the operands listed in `wrt` (outputs 1, 2, ...). `operand_names` name forward's leaves.
+// the operands listed in `wrt` (outputs 1, 2, ...). `operand_names` name forward's leaves. The same
+// program object for a forward graph of the same structure, names and constants (program_cache()):
+// programs run one at a time, so threads evaluating gradients of the same model take turns.
 inline std::shared_ptr<const runtime_program> gradient_program(const graph& forward, std::vector<std::string> operand_names,
                                                                const std::vector<std::size_t>& wrt) {
+  using runtime_detail::program_cache;
+  const std::uint64_t structure = graph_structure_hash(forward);
+  plan_cache_detail::hasher h;
+  h.add(structure);
+  for (const auto& n : operand_names) h.add(n);
+  for (auto k : wrt) h.add(std::uint64_t(k));
+  const std::uint64_t key = h.value();
+  if (auto hit = program_cache().find(key, [&](const runtime_detail::cached_program& e) {
+        return e.operand_names == operand_names && e.wrt == wrt && e.source.matches(forward, structure) &&
+               runtime_detail::same_constants(forward.constants, e.constants);
+      }))
+    return hit->program;
+
   std::vector<std::string> names;
   std::vector<std::size_t> sources{runtime_program::scalar_output};
   for (auto k : wrt) {
@@ -217,8 +257,13 @@ inline std::shared_ptr<const runtime_program> gradient_program(const graph& forw
     sources.push_back(k);
   }
   const dtype type = forward.outputs.empty() ? dtype::f32 : runtime_program::value_type_in(forward, forward.outputs[0]).type;
-  return std::make_shared<const runtime_program>(differentiate(forward, names), std::move(operand_names),
-                                                 std::move(sources), type);
+  auto program = std::make_shared<const runtime_program>(differentiate(forward, names), operand_names,
+                                                         std::move(sources), type);
+  std::vector<graph_tensor> constants;
+  for (const auto& c : forward.constants) constants.push_back(c.data);
+  program_cache().insert(key, std::make_shared<const runtime_detail::cached_program>(runtime_detail::cached_program{
+                                  graph_structure(forward), std::move(operand_names), wrt, std::move(constants), program}));
+  return program;
 }
 
 }  // namespace symflow

@@ -3,15 +3,15 @@
 // with several pays, in each of them, for code that does not depend on its model: the graph
 // runtime's two op tables (find_runtime_op: every op's kernels for every dtype;
 // find_derivative_rule: every op's gradient as a graph fragment; about 45 s and 1.9 GB of g++),
-// the optimisers' update rules for float and double, checkpoint files, IDX data files, TensorBoard
-// event files and the lowering of a typed model to a graph value (with the JSON parser they use).
+// the optimisers' update rules for float and double, checkpoint files (with the JSON parser behind
+// them), IDX data files and TensorBoard event files.
 // Such a program can compile that code once:
 //
 //   - compile every translation unit with -DSYMFLOW_SEPARATE_COMPILATION: that code is then
 //     declared, not defined;
-//   - in exactly one translation unit, also define SYMFLOW_LIBRARY_IMPLEMENTATION and include the
-//     headers that hold it: it is defined there, with external linkage. The project's
-//     cmake/symflow_library.cpp is that unit (CMake target symflow_library).
+//   - in exactly one translation unit, define SYMFLOW_LIBRARY_IMPLEMENTATION and include
+//     <symflow/library_definitions.hpp>: it is defined there, with external linkage. (The project's
+//     CMake target symflow_library builds the same from two units, cmake/library/*.cpp.)
 //
 // Compile that unit with the same code-generation flags as the rest (-march, -ffp-contract): the
 // interpreter's kernels and the update rules are compiled there.

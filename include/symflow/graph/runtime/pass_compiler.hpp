@@ -133,8 +133,11 @@ inline std::string quoted(const std::string& s) {
 
 inline std::filesystem::path default_include_dir() {
   if (const char* env = std::getenv("SYMFLOW_INCLUDE_DIR"); env && *env) return env;
-  // __FILE__ = <dir>/symflow/graph/runtime/pass_compiler.hpp
-  return std::filesystem::absolute(__FILE__).parent_path().parent_path().parent_path().parent_path();
+  // __FILE__ = <dir>/symflow/graph/runtime/pass_compiler.hpp, as the first include of it spelled the
+  // path: through another header that may be ".../symflow/symbolic/../graph/runtime/...", whose
+  // parents are not the include folder until the ".." are resolved.
+  const std::filesystem::path header = std::filesystem::absolute(__FILE__).lexically_normal();
+  return header.parent_path().parent_path().parent_path().parent_path();
 }
 
 inline std::filesystem::path default_eigen_dir() {

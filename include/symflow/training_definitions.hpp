@@ -14,18 +14,12 @@
 
 #if defined(SYMFLOW_SEPARATE_COMPILATION)
 namespace symflow::detail {
-#define SYMFLOW_UPDATE_RULES_FOR(T)                                                                        \
-  template void sgd_update<T>(flat_view<T>, flat_view<const T>, T);                                        \
-  template void momentum_update<T>(flat_view<T>, flat_view<T>, flat_view<const T>, T, T);                  \
-  template void adam_update<T>(flat_view<T>, flat_view<T>, flat_view<T>, flat_view<const T>,              \
-                               const adam_scalars<T>&);
-SYMFLOW_UPDATE_RULES_FOR(float)
-SYMFLOW_UPDATE_RULES_FOR(double)
-#undef SYMFLOW_UPDATE_RULES_FOR
+SYMFLOW_UPDATE_RULE_INSTANCES(, float)
+SYMFLOW_UPDATE_RULE_INSTANCES(, double)
 }  // namespace symflow::detail
 
 namespace symflow::tensorboard {
-template histogram make_histogram<float>(std::span<const float>, histogram_buckets, std::string_view);
-template histogram make_histogram<double>(std::span<const double>, histogram_buckets, std::string_view);
+SYMFLOW_HISTOGRAM_INSTANCES(, float)
+SYMFLOW_HISTOGRAM_INSTANCES(, double)
 }  // namespace symflow::tensorboard
 #endif

@@ -11,9 +11,9 @@
 // per-shape rules fed.
 #include <type_traits>
 
+#include "../core/separate_compilation.hpp"
 #include "../core/tensor.hpp"
 #include "../expr/leaves.hpp"
-#include "../core/separate_compilation.hpp"
 #include "../ops/all.hpp"
 #include "fused_update.hpp"
 
@@ -85,15 +85,16 @@ void adam_update(flat_view<T> w, flat_view<T> m, flat_view<T> v, flat_view<const
                eps = scalar_of(s.epsilon));
 }
 
+// The instances compiled once under SYMFLOW_SEPARATE_COMPILATION: declared here with KEYWORD
+// `extern`, defined with an empty KEYWORD by training_definitions.hpp.
+#define SYMFLOW_UPDATE_RULE_INSTANCES(KEYWORD, T)                                                           \
+  KEYWORD template void sgd_update<T>(flat_view<T>, flat_view<const T>, T);                                 \
+  KEYWORD template void momentum_update<T>(flat_view<T>, flat_view<T>, flat_view<const T>, T, T);           \
+  KEYWORD template void adam_update<T>(flat_view<T>, flat_view<T>, flat_view<T>, flat_view<const T>,        \
+                                       const adam_scalars<T>&);
 #if SYMFLOW_LIBRARY_DECLARED_ONLY
-#define SYMFLOW_UPDATE_RULES_FOR(T)                                                                          \
-  extern template void sgd_update<T>(flat_view<T>, flat_view<const T>, T);                                   \
-  extern template void momentum_update<T>(flat_view<T>, flat_view<T>, flat_view<const T>, T, T);             \
-  extern template void adam_update<T>(flat_view<T>, flat_view<T>, flat_view<T>, flat_view<const T>,          \
-                                      const adam_scalars<T>&);
-SYMFLOW_UPDATE_RULES_FOR(float)
-SYMFLOW_UPDATE_RULES_FOR(double)
-#undef SYMFLOW_UPDATE_RULES_FOR
+SYMFLOW_UPDATE_RULE_INSTANCES(extern, float)
+SYMFLOW_UPDATE_RULE_INSTANCES(extern, double)
 #endif
 
 }  // namespace symflow::detail

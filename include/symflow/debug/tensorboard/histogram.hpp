@@ -163,10 +163,13 @@ histogram make_histogram(std::span<const T> values, histogram_buckets buckets = 
   return h;
 }
 
+// The instances compiled once under SYMFLOW_SEPARATE_COMPILATION (core/separate_compilation.hpp):
+// declared here with KEYWORD `extern`, defined with an empty KEYWORD by training_definitions.hpp.
+#define SYMFLOW_HISTOGRAM_INSTANCES(KEYWORD, T) \
+  KEYWORD template histogram make_histogram<T>(std::span<const T>, histogram_buckets, std::string_view);
 #if SYMFLOW_LIBRARY_DECLARED_ONLY
-// Compiled once, in the library unit (core/separate_compilation.hpp).
-extern template histogram make_histogram<float>(std::span<const float>, histogram_buckets, std::string_view);
-extern template histogram make_histogram<double>(std::span<const double>, histogram_buckets, std::string_view);
+SYMFLOW_HISTOGRAM_INSTANCES(extern, float)
+SYMFLOW_HISTOGRAM_INSTANCES(extern, double)
 #endif
 
 }  // namespace symflow::tensorboard

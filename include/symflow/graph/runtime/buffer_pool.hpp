@@ -24,8 +24,8 @@ namespace symflow::runtime_detail {
 
 class buffer_pool {
  public:
-  // A tensor of this dtype and extents that only the caller holds from now on (while it holds the
-  // returned pointer, the pool does not hand it out again).
+  // A tensor of this dtype and extents that only the caller holds from now on, beside the pool
+  // (its use count is 2 while the caller's one pointer lives; the pool hands out only those at 1).
   std::shared_ptr<runtime_tensor> acquire(dtype type, const runtime_extents& extents) {
     const std::size_t bytes = element_count(extents) * dtype_size(type);
     std::lock_guard lock(mutex_);
@@ -44,24 +44,6 @@ class buffer_pool {
     }
     same_size.push_back(std::make_shared<runtime_tensor>(type, extents));
     return same_size.back();
-  }
-
-  // Whether `t` is one of the pool's tensors (its use count includes the pool's reference).
-  bool holds(const std::shared_ptr<runtime_tensor>& t) const {
-    std::lock_guard lock(mutex_);
-    for (const auto& [bytes, same_size] : kept_)
-      for (const auto& k : same_size)
-        if (k == t) return true;
-    return false;
-  }
-
-  // The storage kept, in bytes.
-  std::size_t kept_bytes() const {
-    std::lock_guard lock(mutex_);
-    std::size_t total = 0;
-    for (const auto& [bytes, same_size] : kept_)
-      for (const auto& k : same_size) total += k->byte_size();
-    return total;
   }
 
  private:

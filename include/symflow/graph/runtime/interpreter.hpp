@@ -27,10 +27,10 @@
 #include "../../debug/nonfinite_report.hpp"
 #include "../../debug/placement_log.hpp"
 #include "../../debug/trace.hpp"
-#include "feeds.hpp"
-#include "op_table.hpp"
 #include "buffer_pool.hpp"
+#include "feeds.hpp"
 #include "fused_pass.hpp"
+#include "op_table.hpp"
 #include "plan.hpp"
 #include "plan_cache.hpp"
 #include "run_options.hpp"
@@ -494,9 +494,10 @@ class interpreter {
         slot& v = values[g.outputs[k]];
         if (v.data == out[k].bytes() && out[k].extents() == v.extents && out[k].type() == v.type) continue;
         const bool repeated = std::count(g.outputs.begin() + std::ptrdiff_t(k) + 1, g.outputs.end(), g.outputs[k]) > 0;
-        // Held by this slot alone, beside the pool (which drops it once it is moved out).
-        if (!repeated && v.owner && v.data == v.owner->bytes() && v.owner->extents() == v.extents &&
-            v.owner.use_count() == 1 + long(self.pool_->holds(v.owner))) {
+        // Held by this slot alone beside the pool, where every value's storage comes from (fresh);
+        // the pool drops it once it is moved out.
+        if (!repeated && v.owner && v.owner.use_count() == 2 && v.data == v.owner->bytes() &&
+            v.owner->extents() == v.extents) {
           out[k] = std::move(*v.owner);
           v.data = out[k].bytes();
           continue;

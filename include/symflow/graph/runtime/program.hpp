@@ -207,27 +207,20 @@ class runtime_program {
 };
 
 namespace runtime_detail {
-// Gradient programs by the forward graph's structure, operand names, differentiated operands and
-// constants' data: a training step that builds value_and_grad afresh every iteration (as written
-// naturally) gets the same program back, whose interpreter keeps its plan, its outputs' storage
-// and its intermediates' (buffer_pool.hpp) from the last step. Few entries: each keeps about the
-// peak of its run's intermediates.
+// Gradient programs by forward graph (structure and constants' data), operand names and
+// differentiated operands: a training step that builds value_and_grad afresh every iteration (as
+// written naturally) gets the same program back, whose interpreter keeps its plan, its outputs'
+// storage and its intermediates' (buffer_pool.hpp) from the last step. Few entries: each keeps
+// about the peak of its run's intermediates.
 struct cached_program {
-  graph_structure source;
+  graph forward;
   std::vector<std::string> operand_names;
   std::vector<std::size_t> wrt;
-  std::vector<graph_tensor> constants;  // the forward graph's, compared byte for byte
   std::shared_ptr<const runtime_program> program;
 };
 inline graph_lru_cache<cached_program>& program_cache() {
   static graph_lru_cache<cached_program>* cache = new graph_lru_cache<cached_program>(8);  // never destroyed
   return *cache;
-}
-inline bool same_constants(const std::vector<graph_constant>& a, const std::vector<graph_tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (!(a[i].data == b[i])) return false;
-  return true;
 }
 }  // namespace runtime_detail
 
@@ -238,15 +231,13 @@ inline bool same_constants(const std::vector<graph_constant>& a, const std::vect
 inline std::shared_ptr<const runtime_program> gradient_program(const graph& forward, std::vector<std::string> operand_names,
                                                                const std::vector<std::size_t>& wrt) {
   using runtime_detail::program_cache;
-  const std::uint64_t structure = graph_structure_hash(forward);
-  plan_cache_detail::hasher h;
-  h.add(structure);
+  structure_hasher h;
+  h.add(graph_structure_hash(forward));
   for (const auto& n : operand_names) h.add(n);
   for (auto k : wrt) h.add(std::uint64_t(k));
   const std::uint64_t key = h.value();
   if (auto hit = program_cache().find(key, [&](const runtime_detail::cached_program& e) {
-        return e.operand_names == operand_names && e.wrt == wrt && e.source.matches(forward, structure) &&
-               runtime_detail::same_constants(forward.constants, e.constants);
+        return e.operand_names == operand_names && e.wrt == wrt && e.forward == forward;
       }))
     return hit->program;
 
@@ -259,10 +250,8 @@ inline std::shared_ptr<const runtime_program> gradient_program(const graph& forw
   const dtype type = forward.outputs.empty() ? dtype::f32 : runtime_program::value_type_in(forward, forward.outputs[0]).type;
   auto program = std::make_shared<const runtime_program>(differentiate(forward, names), operand_names,
                                                          std::move(sources), type);
-  std::vector<graph_tensor> constants;
-  for (const auto& c : forward.constants) constants.push_back(c.data);
-  program_cache().insert(key, std::make_shared<const runtime_detail::cached_program>(runtime_detail::cached_program{
-                                  graph_structure(forward), std::move(operand_names), wrt, std::move(constants), program}));
+  program_cache().insert(key, std::make_shared<const runtime_detail::cached_program>(
+                                  runtime_detail::cached_program{forward, std::move(operand_names), wrt, program}));
   return program;
 }
 

@@ -90,15 +90,19 @@ auto make_elementwise(Op op, source_site where, const Args&... args) {
 // Unary ops: f(x) with a source location.
 template <class Op, class X>
 auto make_unary(const X& x, source_site where, Op op = {}) {
-  static_assert(expression<X>, "symflow: this op takes an expression");
-  return make_elementwise(op, where, x);
+  static_assert(unary_operand<X>, "symflow: this op takes an expression");
+  if constexpr (value_handle<X>) return apply_value(op, x);
+  else return make_elementwise(op, where, x);
 }
 
 // Binary ops: either side may be an arithmetic scalar, which takes the other side's dtype.
 template <class Op, class A, class B>
 auto make_binary(const A& a, const B& b, source_site where = {}, Op op = {}) {
-  static_assert(expression<A> || expression<B>, "symflow: at least one operand must be an expression");
-  if constexpr (expression<A>) {
+  static_assert(expression<A> || expression<B> || value_handle<A> || value_handle<B>,
+                "symflow: at least one operand must be an expression");
+  if constexpr (value_handle<A> || value_handle<B>) {
+    return apply_value(op, a, b);
+  } else if constexpr (expression<A>) {
     return make_elementwise(op, where, a, as_expression<value_type_of<A>>(b));
   } else {
     return make_elementwise(op, where, as_expression<value_type_of<B>>(a), b);
@@ -106,6 +110,7 @@ auto make_binary(const A& a, const B& b, source_site where = {}, Op op = {}) {
 }
 
 template <class A, class B>
-concept binary_operands = operand<A> && operand<B> && (expression<A> || expression<B>);
+concept binary_operands = (operand<A> || value_handle<A>) && (operand<B> || value_handle<B>) &&
+                          (expression<A> || expression<B> || value_handle<A> || value_handle<B>);
 
 }  // namespace symflow

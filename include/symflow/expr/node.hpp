@@ -69,6 +69,18 @@ inline constexpr bool is_no_gradient_v = std::is_same_v<std::remove_cvref_t<T>, 
 template <class X>
 concept operand = expression<X> || std::is_arithmetic_v<std::remove_cvref_t<X>>;
 
+// A value of a graph built at run time (graph/runtime/builder.hpp's graph_handle). Each op's
+// function serves such values too: it applies the op by name through the `apply_value(op, x...)`
+// function found next to the value's type, so no layer above the ops lists them again.
+struct probe_op {
+  static constexpr std::string_view name = "probe";
+};
+template <class X>
+concept value_handle = !expression<X> && requires(const X& x) { apply_value(probe_op{}, x); };
+// What a unary op's function accepts.
+template <class X>
+concept unary_operand = expression<X> || value_handle<X>;
+
 // Human-readable type of an expression, e.g. "f32[?,784]".
 template <expression E>
 std::string type_string() {

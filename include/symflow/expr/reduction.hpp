@@ -11,6 +11,12 @@ template <int... A>
 struct axes_t {};
 template <int... A>
 inline constexpr axes_t<A...> axes{};
+// Whether a reduction's result is independent of the order its elements are combined in (max, min:
+// their op says so). Others (sum, mean) round differently in another order: the graph interpreter
+// accumulates their floating sums in double.
+template <class Op>
+inline constexpr bool order_independent_v = requires { requires Op::order_independent; };
+
 struct keepdims_t {};
 inline constexpr keepdims_t keepdims{};
 

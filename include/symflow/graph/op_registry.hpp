@@ -3,7 +3,7 @@
 // attributes. Each entry is read from the op's own file — its `name`, and the keys and kinds its
 // `visit_attributes` reports — through one representative instantiation of the op; the operand count
 // comes from the op's scalar function (elementwise) or its shape rule (kernels). Nothing here
-// restates an op's rules. An op added to ops/ is added to `registered_ops` below.
+// restates an op's rules or names an op: the list of ops is ops/list.hpp.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -108,43 +108,49 @@ op_schema schema_of() {
 }  // namespace detail
 
 // Every op a graph value may contain: one entry per op, read through one representative
-// instantiation (the interpreter's runtime forms take the attributes as values). The schemas below and
-// the interpreter's table (graph/runtime/op_table.hpp) both come from this list.
+// instantiation (the interpreter's runtime forms take the attributes as values), in the order of
+// the op list (ops/list.hpp), whose second reading writes the entries. The schemas below and the
+// interpreter's table (graph/runtime/op_table.hpp) both come from this list.
 template <node_kind Kind, class Op>
 struct op_entry {
   static constexpr node_kind kind = Kind;
   using type = Op;
 };
+namespace detail {
+struct end_of_op_list {};
+template <class List, class... Done>
+struct without_end_marker;
+template <class... Done>
+struct without_end_marker<std::tuple<end_of_op_list>, Done...> {
+  using type = std::tuple<Done...>;
+};
+template <class First, class... Rest, class... Done>
+struct without_end_marker<std::tuple<First, Rest...>, Done...> : without_end_marker<std::tuple<Rest...>, Done..., First> {};
+
+// The file name at the end of a path (__FILE__ spells the path as the compiler reached the file).
+constexpr std::string_view file_name_of(std::string_view path) {
+  const auto slash = path.find_last_of("/\\");
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+}  // namespace detail
 namespace op_list {
 using enum node_kind;
 using namespace ops;
-using registered_ops = std::tuple<
-    // elementwise
-    op_entry<elementwise, abs_op>, op_entry<elementwise, add_op>, op_entry<elementwise, cast_op<float>>,
-    op_entry<elementwise, cos_op>, op_entry<elementwise, div_op>, op_entry<elementwise, equal_op>,
-    op_entry<elementwise, exp_op>, op_entry<elementwise, expand_as_op>, op_entry<elementwise, greater_op>,
-    op_entry<elementwise, greater_equal_op>, op_entry<elementwise, less_op>, op_entry<elementwise, less_equal_op>,
-    op_entry<elementwise, log_op>, op_entry<elementwise, log1p_op>, op_entry<elementwise, maximum_op>,
-    op_entry<elementwise, minimum_op>, op_entry<elementwise, mul_op>, op_entry<elementwise, neg_op>,
-    op_entry<elementwise, not_equal_op>, op_entry<elementwise, pow_op>, op_entry<elementwise, relu_op>,
-    op_entry<elementwise, rsqrt_op>, op_entry<elementwise, sigmoid_op>, op_entry<elementwise, sign_op>,
-    op_entry<elementwise, sin_op>, op_entry<elementwise, softplus_op>, op_entry<elementwise, sqrt_op>,
-    op_entry<elementwise, square_op>, op_entry<elementwise, sub_op>, op_entry<elementwise, tanh_op>,
-    op_entry<elementwise, where_op>,
-    // reductions
-    op_entry<reduction, sum_op>, op_entry<reduction, mean_op>, op_entry<reduction, max_op>,
-    op_entry<reduction, min_op>,
-    // views
-    op_entry<view, slice_op<0>>, op_entry<view, permute_op<0>>, op_entry<view, reshape_op<shape<1>>>,
-    op_entry<view, expand_dims_op<1u>>,
-    // kernels
-    op_entry<kernel, matmul_op>, op_entry<kernel, concat_op<0>>, op_entry<kernel, one_hot_op<1, float>>,
-    op_entry<kernel, reduced_count_op<1u, float>>, op_entry<kernel, scatter_op<0>>,
-    op_entry<kernel, conv2d_op<1, padding::same>>, op_entry<kernel, conv2d_backprop_input_op<1, padding::same>>,
-    op_entry<kernel, conv2d_backprop_filter_op<1, padding::same>>, op_entry<kernel, max_pool2d_op<2, 2>>,
-    op_entry<kernel, max_pool2d_backward_op<2, 2>>, op_entry<kernel, avg_pool2d_op<2, 2>>,
-    op_entry<kernel, avg_pool2d_backward_op<2, 2>>, op_entry<kernel, dropout_op>,
-    op_entry<kernel, softmax_cross_entropy_op>, op_entry<kernel, softmax_cross_entropy_backward_op>>;
+#define SYMFLOW_LISTED(kind, ...) op_entry<kind, __VA_ARGS__>,
+using registered_ops = detail::without_end_marker<std::tuple<
+#include "../ops/list.hpp"
+    detail::end_of_op_list>>::type;
+#undef SYMFLOW_LISTED
+
+struct op_file {
+  std::string_view op, file;
+};
+// Each op's name and the file that defines it (a code generator includes the op's own file).
+inline constexpr op_file op_files[] = {
+#define SYMFLOW_LISTED(kind, ...) op_file{__VA_ARGS__::name, detail::file_name_of(__FILE__)},
+#include "../ops/list.hpp"
+#undef SYMFLOW_LISTED
+};
 }  // namespace op_list
 using op_list::registered_ops;
 
@@ -161,6 +167,13 @@ inline const std::vector<op_schema>& op_schemas() {
     return v;
   }();
   return all;
+}
+
+// The file (in symflow/ops/) that defines the op named `name`, or an empty view.
+inline std::string_view op_file_of(std::string_view name) {
+  for (const auto& f : op_list::op_files)
+    if (f.op == name) return f.file;
+  return {};
 }
 
 // The schema of the op named `name`, or nullptr.

@@ -46,23 +46,6 @@ inline std::string graph_scope_of(const node_info& info) {
   return out;
 }
 
-// Turns the values an op's visit_attributes reports into graph attributes.
-struct attribute_collector {
-  std::vector<graph_attribute>* out;
-  void operator()(std::string_view k, bool v) const { out->push_back({std::string(k), v}); }
-  void operator()(std::string_view k, std::size_t v) const {
-    out->push_back({std::string(k), static_cast<std::int64_t>(v)});
-  }
-  void operator()(std::string_view k, double v) const { out->push_back({std::string(k), v}); }
-  void operator()(std::string_view k, dtype v) const { out->push_back({std::string(k), std::string(dtype_name(v))}); }
-  template <std::size_t N>
-  void operator()(std::string_view k, const std::array<std::size_t, N>& v) const {
-    std::vector<std::int64_t> list;
-    for (std::size_t x : v) list.push_back(x == dyn ? unknown_extent : static_cast<std::int64_t>(x));
-    out->push_back({std::string(k), std::move(list)});
-  }
-};
-
 template <class T>
 attribute_value literal_attribute(T v) {
   if constexpr (std::is_same_v<T, bool>) return v;

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_ABS_HPP
+#define SYMFLOW_OPS_ABS_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 #include <limits>
@@ -39,9 +40,15 @@ struct abs_op : same_dtype_result {
 template <class... A>
 inline constexpr bool known_nonnegative_v<elementwise<ops::abs_op, A...>> = true;
 
-template <expression X>
+template <unary_operand X>
 auto abs(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::abs_op>(x, where);
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_ABS_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, abs_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_CAST_HPP
+#define SYMFLOW_OPS_CAST_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <limits>
 
@@ -74,9 +75,15 @@ struct cast_op {
 }  // namespace ops
 #ifndef SYMFLOW_SCALAR_ONLY
 
-template <class To, expression X>
+template <class To, unary_operand X>
 auto cast(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::cast_op<To>>(x, where);
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_CAST_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, cast_op<float>)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_CONCAT_HPP
+#define SYMFLOW_OPS_CONCAT_HPP
 #include <optional>
 #include <vector>
 #include <cstring>
@@ -165,3 +166,9 @@ auto concat(const A& a, const B&... b) {
   return make_kernel(ops::concat_op<Axis>{}, source_site{}, a, b...);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_CONCAT_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, concat_op<0>)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_CONV2D_HPP
+#define SYMFLOW_OPS_CONV2D_HPP
 // 2-D convolution and its two adjoints, each a kernel op of its own.
 //
 // Layout: input NHWC [N,H,W,C], filter HWIO [KH,KW,C,O], result NHWC [N,OH,OW,O]. NHWC is what the
@@ -558,3 +559,11 @@ auto conv2d_backprop_filter(const X& x, const G& g, const W& like, source_site w
   return make_kernel(ops::conv2d_backprop_filter_op<Stride, Padding>{}, where, x, g, like);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_CONV2D_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, conv2d_op<1, padding::same>)
+SYMFLOW_LISTED(kernel, conv2d_backprop_input_op<1, padding::same>)
+SYMFLOW_LISTED(kernel, conv2d_backprop_filter_op<1, padding::same>)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_DIV_HPP
+#define SYMFLOW_OPS_DIV_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 #include <limits>
@@ -56,3 +57,9 @@ auto operator/(const A& a, const B& b) {
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_DIV_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, div_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_DROPOUT_HPP
+#define SYMFLOW_OPS_DROPOUT_HPP
 // dropout(x, rate, seed): zeroes each element with probability `rate` and scales the kept ones by
 // 1/(1-rate), so the expected value is unchanged. For training graphs only: an inference graph
 // leaves the op out (dropout with rate 0 is the identity, at the cost of a copy).
@@ -124,3 +125,9 @@ auto dropout(const X& x, double rate, std::uint64_t seed, source_site where = so
   return make_kernel(ops::dropout_op{rate, seed}, where, x);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_DROPOUT_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, dropout_op)
+#endif

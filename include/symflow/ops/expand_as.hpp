@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_EXPAND_AS_HPP
+#define SYMFLOW_OPS_EXPAND_AS_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include "../expr/elementwise.hpp"
 #endif
@@ -40,9 +41,16 @@ struct expand_as_op {
 }  // namespace ops
 #ifndef SYMFLOW_SCALAR_ONLY
 
-template <expression A, expression B>
+template <unary_operand A, unary_operand B>
 auto expand_as(const A& a, const B& like, source_site where = source_site::current()) {
-  return make_elementwise(ops::expand_as_op{}, where, a, like);
+  if constexpr (value_handle<A>) return apply_value(ops::expand_as_op{}, a, like);
+  else return make_elementwise(ops::expand_as_op{}, where, a, like);
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_EXPAND_AS_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, expand_as_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_EXPAND_DIMS_HPP
+#define SYMFLOW_OPS_EXPAND_DIMS_HPP
 #include <optional>
 #include <vector>
 #include <bit>
@@ -97,3 +98,9 @@ auto expand_dims(const X& x, source_site where = source_site::current()) {
   return make_view(ops::expand_dims_op<Bits>{}, where, x);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_EXPAND_DIMS_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(view, expand_dims_op<1u>)
+#endif

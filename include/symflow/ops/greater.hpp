@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_GREATER_HPP
+#define SYMFLOW_OPS_GREATER_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
@@ -38,3 +39,9 @@ auto operator>(const A& a, const B& b) {
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_GREATER_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, greater_op)
+#endif

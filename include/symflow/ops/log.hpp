@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_LOG_HPP
+#define SYMFLOW_OPS_LOG_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 #include <limits>
@@ -60,9 +61,15 @@ struct log_op : floating_result {
 }  // namespace ops
 #ifndef SYMFLOW_SCALAR_ONLY
 
-template <expression X>
+template <unary_operand X>
 auto log(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::log_op>(x, where);
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_LOG_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, log_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_MATMUL_HPP
+#define SYMFLOW_OPS_MATMUL_HPP
 #include <optional>
 #include <vector>
 #include <Eigen/Core>
@@ -212,10 +213,12 @@ consteval text matmul_message() {
 }
 }  // namespace diag
 
-template <expression A, expression B>
+template <unary_operand A, unary_operand B>
 auto matmul(const A& a, const B& b, source_site where = source_site::current()) {
   // A failed check is one error whose first line names the dtypes, shapes and the problem.
-  if constexpr (!std::is_same_v<value_type_of<A>, value_type_of<B>> || !std::is_floating_point_v<value_type_of<A>> ||
+  if constexpr (value_handle<A> || value_handle<B>) {
+    return apply_value(ops::matmul_op{}, a, b);
+  } else if constexpr (!std::is_same_v<value_type_of<A>, value_type_of<B>> || !std::is_floating_point_v<value_type_of<A>> ||
                 !ops::matmul_op::shapes_ok<shape_of<A>, shape_of<B>>) {
     constexpr auto message = diag::matmul_message<A, B>();
     (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
@@ -225,3 +228,9 @@ auto matmul(const A& a, const B& b, source_site where = source_site::current()) 
   }
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_MATMUL_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, matmul_op)
+#endif

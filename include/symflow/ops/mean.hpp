@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_MEAN_HPP
+#define SYMFLOW_OPS_MEAN_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <limits>
 
@@ -49,3 +50,9 @@ struct mean_op {
 inline constexpr reduction_function<ops::mean_op> mean{};
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_MEAN_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(reduction, mean_op)
+#endif

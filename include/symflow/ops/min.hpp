@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_MIN_HPP
+#define SYMFLOW_OPS_MIN_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 #include <limits>
@@ -14,6 +15,9 @@ namespace symflow {
 namespace ops {
 struct min_op {
   static constexpr std::string_view name = "min";
+  // The result does not depend on the order elements are combined in (see combine below): any
+  // evaluator may accumulate in T, and results agree bit for bit across evaluators.
+  static constexpr bool order_independent = true;
   template <class T>
   static constexpr T identity() {
     return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
@@ -61,3 +65,9 @@ struct min_op {
 inline constexpr reduction_function<ops::min_op> min{};
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_MIN_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(reduction, min_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_NEG_HPP
+#define SYMFLOW_OPS_NEG_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 #include <limits>
@@ -43,7 +44,7 @@ struct neg_op : same_dtype_result {
 }  // namespace ops
 #ifndef SYMFLOW_SCALAR_ONLY
 
-template <expression X>
+template <unary_operand X>
 auto neg(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::neg_op>(x, where);
 }
@@ -52,9 +53,15 @@ auto neg(const X& x, source_site where = source_site::current()) {
 
 namespace symflow {
 #ifndef SYMFLOW_SCALAR_ONLY
-template <expression X>
+template <unary_operand X>
 auto operator-(const X& x) {
   return make_unary<ops::neg_op>(x, source_site{});
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_NEG_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, neg_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_NOT_EQUAL_HPP
+#define SYMFLOW_OPS_NOT_EQUAL_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
@@ -38,3 +39,9 @@ auto not_equal(const A& a, const B& b, source_site where = source_site::current(
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_NOT_EQUAL_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, not_equal_op)
+#endif

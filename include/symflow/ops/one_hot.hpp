@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_ONE_HOT_HPP
+#define SYMFLOW_OPS_ONE_HOT_HPP
 #include <optional>
 #include <vector>
 #include <algorithm>
@@ -109,3 +110,9 @@ auto one_hot(const L& labels, source_site where = source_site::current()) {
   return make_kernel(ops::one_hot_op<Depth, To>{}, where, labels);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_ONE_HOT_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, one_hot_op<1, float>)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_POOL2D_HPP
+#define SYMFLOW_OPS_POOL2D_HPP
 // 2-D max and average pooling over NHWC [N,H,W,C] with `valid` windows (no padding):
 // OH = (H - Window) / Stride + 1. Each has a backward kernel op for its adjoint.
 //
@@ -381,3 +382,12 @@ auto avg_pool2d_backward(const G& g, const X& like, source_site where = source_s
   return make_kernel(ops::avg_pool2d_backward_op<Window, Stride>{}, where, g, like);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_POOL2D_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, max_pool2d_op<2, 2>)
+SYMFLOW_LISTED(kernel, max_pool2d_backward_op<2, 2>)
+SYMFLOW_LISTED(kernel, avg_pool2d_op<2, 2>)
+SYMFLOW_LISTED(kernel, avg_pool2d_backward_op<2, 2>)
+#endif

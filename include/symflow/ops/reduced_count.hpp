@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_REDUCED_COUNT_HPP
+#define SYMFLOW_OPS_REDUCED_COUNT_HPP
 #include <optional>
 #include <vector>
 #include <bit>
@@ -90,3 +91,9 @@ auto reduced_count(const X& x) {
   return make_kernel(ops::reduced_count_op<Bits, To>{}, source_site{}, x);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_REDUCED_COUNT_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, reduced_count_op<1u, float>)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_RELU_HPP
+#define SYMFLOW_OPS_RELU_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 #include <limits>
@@ -39,9 +40,15 @@ struct relu_op : same_dtype_result {
 template <class... A>
 inline constexpr bool known_nonnegative_v<elementwise<ops::relu_op, A...>> = true;
 
-template <expression X>
+template <unary_operand X>
 auto relu(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::relu_op>(x, where);
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_RELU_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, relu_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_RESHAPE_HPP
+#define SYMFLOW_OPS_RESHAPE_HPP
 #include <optional>
 #include <vector>
 #include "../expr/structural.hpp"
@@ -130,3 +131,9 @@ auto flatten(const X& x, source_site where = source_site::current()) {
     return make_view(ops::reshape_op<target>{}, where, x);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_RESHAPE_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(view, reshape_op<shape<1>>)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_RSQRT_HPP
+#define SYMFLOW_OPS_RSQRT_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
@@ -35,9 +36,15 @@ struct rsqrt_op : floating_result {
 }  // namespace ops
 #ifndef SYMFLOW_SCALAR_ONLY
 
-template <expression X>
+template <unary_operand X>
 auto rsqrt(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::rsqrt_op>(x, where);
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_RSQRT_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, rsqrt_op)
+#endif

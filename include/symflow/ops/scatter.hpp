@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_SCATTER_HPP
+#define SYMFLOW_OPS_SCATTER_HPP
 #include <optional>
 #include <vector>
 #include <algorithm>
@@ -109,3 +110,9 @@ auto scatter(const Part& part, const Like& like, std::size_t begin, std::size_t 
   return make_kernel(ops::scatter_op<Axis>{begin, end}, source_site{}, part, like);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_SCATTER_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, scatter_op<0>)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_SIGMOID_HPP
+#define SYMFLOW_OPS_SIGMOID_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 
@@ -44,9 +45,15 @@ struct sigmoid_op : floating_result {
 template <class... A>
 inline constexpr bool known_nonnegative_v<elementwise<ops::sigmoid_op, A...>> = true;
 
-template <expression X>
+template <unary_operand X>
 auto sigmoid(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::sigmoid_op>(x, where);
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_SIGMOID_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, sigmoid_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_SIGN_HPP
+#define SYMFLOW_OPS_SIGN_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 #include <limits>
@@ -29,9 +30,15 @@ struct sign_op : same_dtype_result {
 }  // namespace ops
 #ifndef SYMFLOW_SCALAR_ONLY
 
-template <expression X>
+template <unary_operand X>
 auto sign(const X& x, source_site where = source_site::current()) {
   return make_unary<ops::sign_op>(x, where);
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_SIGN_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, sign_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_SLICE_HPP
+#define SYMFLOW_OPS_SLICE_HPP
 #include <optional>
 #include <vector>
 #include "../expr/structural.hpp"
@@ -88,3 +89,9 @@ auto narrow(const X& x, std::size_t begin, std::size_t end,
   return make_view(ops::slice_op<Axis>{begin, end}, where, x);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_SLICE_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(view, slice_op<0>)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_SOFTMAX_CROSS_ENTROPY_HPP
+#define SYMFLOW_OPS_SOFTMAX_CROSS_ENTROPY_HPP
 // softmax_cross_entropy(logits [N,K], labels [N] integer) -> [N]: per-example loss
 // logsumexp(logits[n]) - logits[n, label[n]], in one pass per row (shifted by the row maximum, so
 // exp never overflows; accumulated in double). Its adjoint, (softmax(logits) - one_hot(labels)) * g,
@@ -254,3 +255,10 @@ auto softmax_cross_entropy_backward(const G& g, const L& logits, const Y& labels
   return make_kernel(ops::softmax_cross_entropy_backward_op{}, where, g, logits, labels);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_SOFTMAX_CROSS_ENTROPY_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, softmax_cross_entropy_op)
+SYMFLOW_LISTED(kernel, softmax_cross_entropy_backward_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_SUB_HPP
+#define SYMFLOW_OPS_SUB_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
 #include <limits>
@@ -53,3 +54,9 @@ auto operator-(const A& a, const B& b) {
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_SUB_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, sub_op)
+#endif

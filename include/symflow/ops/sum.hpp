@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_SUM_HPP
+#define SYMFLOW_OPS_SUM_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <limits>
 
@@ -49,3 +50,9 @@ struct sum_op {
 inline constexpr reduction_function<ops::sum_op> sum{};
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_SUM_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(reduction, sum_op)
+#endif

@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_TRANSPOSE_HPP
+#define SYMFLOW_OPS_TRANSPOSE_HPP
 #include <optional>
 #include <vector>
 #include "../expr/structural.hpp"
@@ -100,3 +101,9 @@ auto transpose(const X& x, source_site where = source_site::current()) {
   else return make_view(ops::permute_op<0, 2, 1>{}, where, x);
 }
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_TRANSPOSE_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(view, permute_op<0>)
+#endif

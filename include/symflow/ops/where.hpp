@@ -1,4 +1,5 @@
-#pragma once
+#ifndef SYMFLOW_OPS_WHERE_HPP
+#define SYMFLOW_OPS_WHERE_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include "../expr/elementwise.hpp"
 #include "../expr/rewrite.hpp"
@@ -39,10 +40,12 @@ struct where_op {
 #ifndef SYMFLOW_SCALAR_ONLY
 
 // where(mask, a, b): a where mask is true, else b. Either branch may be a plain scalar.
-template <expression M, class A, class B>
-  requires(operand<A> && operand<B>)
+template <unary_operand M, class A, class B>
+  requires((operand<A> || value_handle<A>) && (operand<B> || value_handle<B>))
 auto where(const M& mask, const A& a, const B& b, source_site at = source_site::current()) {
-  if constexpr (expression<A>)
+  if constexpr (value_handle<M>)
+    return apply_value(ops::where_op{}, mask, a, b);
+  else if constexpr (expression<A>)
     return make_elementwise(ops::where_op{}, at, mask, a, as_expression<value_type_of<A>>(b));
   else if constexpr (expression<B>)
     return make_elementwise(ops::where_op{}, at, mask, as_expression<value_type_of<B>>(a), b);
@@ -51,3 +54,9 @@ auto where(const M& mask, const A& a, const B& b, source_site at = source_site::
 }
 #endif
 }  // namespace symflow
+#endif  // SYMFLOW_OPS_WHERE_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, where_op)
+#endif

@@ -272,15 +272,34 @@ graph_handle reduce_value(Op, const graph_handle& x, std::vector<int> axes, bool
   return x.builder->apply(Op::name, {x}, {{"axes", std::move(list)}, {"keepdims", keepdims}});
 }
 
-// The ops on handles, named and spelled as on expression types (an inline namespace: found by
-// argument-dependent lookup on graph_handle, or named explicitly).
+// Every op without value attributes applies to handles through its own function, spelled as on
+// expression types (exp(h), h + 1.0, where(m, a, b), cast<double>(h), matmul(a, b)): the function
+// calls apply_value with the op's type, which supplies the name and any attributes it carries as
+// template arguments. Plain numbers take the dtype of the last handle among the operands.
+template <class Op, class... X>
+  requires(sizeof...(X) > 0 && ((std::is_same_v<X, graph_handle> || std::is_arithmetic_v<X>) && ...) &&
+           (std::is_same_v<X, graph_handle> || ...))
+graph_handle apply_value(Op op, const X&... x) {
+  const graph_handle* like = nullptr;
+  ((like = [&]() -> const graph_handle* {
+      if constexpr (std::is_same_v<X, graph_handle>) return &x;
+      else return like;
+    }()),
+   ...);
+  auto as_handle = [&](const auto& v) -> graph_handle {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(v)>, graph_handle>) return v;
+    else return like->builder->literal_like(double(v), *like);
+  };
+  std::vector<graph_attribute> attributes;
+  if constexpr (requires { op.visit_attributes(attribute_collector{&attributes}); })
+    op.visit_attributes(attribute_collector{&attributes});
+  return like->builder->apply(Op::name, {as_handle(x)...}, attributes);
+}
+
+// Ops whose attributes are values here and template arguments on expression types (an inline
+// namespace: found by argument-dependent lookup on graph_handle, or named explicitly).
 inline namespace graph_ops {
 namespace handle_detail {
-inline graph_handle scalar_like(double v, const graph_handle& like) { return like.builder->literal_like(v, like); }
-inline graph_handle unary(std::string_view op, const graph_handle& x) { return x.builder->apply(op, {x}); }
-inline graph_handle binary(std::string_view op, const graph_handle& a, const graph_handle& b) {
-  return a.builder->apply(op, {a, b});
-}
 inline std::vector<std::int64_t> all_axes(std::size_t rank) {
   std::vector<std::int64_t> out(rank);
   for (std::size_t i = 0; i < rank; ++i) out[i] = std::int64_t(i);
@@ -288,40 +307,10 @@ inline std::vector<std::int64_t> all_axes(std::size_t rank) {
 }
 }  // namespace handle_detail
 
-inline graph_handle operator+(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::add_op::name, a, b); }
-inline graph_handle operator-(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::sub_op::name, a, b); }
-inline graph_handle operator*(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::mul_op::name, a, b); }
-inline graph_handle operator/(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::div_op::name, a, b); }
-inline graph_handle operator+(const graph_handle& a, double b) { return a + handle_detail::scalar_like(b, a); }
-inline graph_handle operator-(const graph_handle& a, double b) { return a - handle_detail::scalar_like(b, a); }
-inline graph_handle operator*(const graph_handle& a, double b) { return a * handle_detail::scalar_like(b, a); }
-inline graph_handle operator/(const graph_handle& a, double b) { return a / handle_detail::scalar_like(b, a); }
-inline graph_handle operator+(double a, const graph_handle& b) { return handle_detail::scalar_like(a, b) + b; }
-inline graph_handle operator-(double a, const graph_handle& b) { return handle_detail::scalar_like(a, b) - b; }
-inline graph_handle operator*(double a, const graph_handle& b) { return handle_detail::scalar_like(a, b) * b; }
-inline graph_handle operator/(double a, const graph_handle& b) { return handle_detail::scalar_like(a, b) / b; }
-inline graph_handle operator-(const graph_handle& x) { return handle_detail::unary(ops::neg_op::name, x); }
-
-inline graph_handle exp(const graph_handle& x) { return handle_detail::unary(ops::exp_op::name, x); }
-inline graph_handle log(const graph_handle& x) { return handle_detail::unary(ops::log_op::name, x); }
-inline graph_handle sin(const graph_handle& x) { return handle_detail::unary(ops::sin_op::name, x); }
-inline graph_handle cos(const graph_handle& x) { return handle_detail::unary(ops::cos_op::name, x); }
-inline graph_handle tanh(const graph_handle& x) { return handle_detail::unary(ops::tanh_op::name, x); }
-inline graph_handle sigmoid(const graph_handle& x) { return handle_detail::unary(ops::sigmoid_op::name, x); }
-inline graph_handle relu(const graph_handle& x) { return handle_detail::unary(ops::relu_op::name, x); }
-inline graph_handle sqrt(const graph_handle& x) { return handle_detail::unary(ops::sqrt_op::name, x); }
-inline graph_handle square(const graph_handle& x) { return handle_detail::unary(ops::square_op::name, x); }
-inline graph_handle abs(const graph_handle& x) { return handle_detail::unary(ops::abs_op::name, x); }
-inline graph_handle maximum(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::maximum_op::name, a, b); }
-inline graph_handle minimum(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::minimum_op::name, a, b); }
-inline graph_handle where(const graph_handle& m, const graph_handle& a, const graph_handle& b) {
-  return m.builder->apply(ops::where_op::name, {m, a, b});
-}
+// A conversion to a dtype chosen at run time (cast<To>(h) when it is known at compile time).
 inline graph_handle cast(const graph_handle& x, dtype to) {
   return x.builder->apply(ops::cast_op<float>::name, {x}, {{"to", std::string(dtype_name(to))}});
 }
-
-inline graph_handle matmul(const graph_handle& a, const graph_handle& b) { return handle_detail::binary(ops::matmul_op::name, a, b); }
 // Swaps the last two axes (a matrix transpose), or reorders axes by `perm`.
 inline graph_handle transpose(const graph_handle& x, std::vector<std::int64_t> perm = {}) {
   if (perm.empty()) {

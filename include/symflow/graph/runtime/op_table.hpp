@@ -125,12 +125,10 @@ std::optional<elementwise_kernel> elementwise_kernel_for(const node_attributes& 
 }
 
 // Reduces `in` (contiguous, extents `ext`) over the axes marked in `reduced` into `out` (the kept
-// axes in order). Floating sums accumulate in double.
+// axes in order). Floating sums accumulate in double (reductions whose order matters).
 template <class Op, class T>
 void reduce_typed(const T* in, const runtime_extents& ext, const std::vector<bool>& reduced, T* out) {
-  using Acc = std::conditional_t<std::is_floating_point_v<T> && !std::is_same_v<Op, ops::max_op> &&
-                                     !std::is_same_v<Op, ops::min_op>,
-                                 double, T>;
+  using Acc = std::conditional_t<std::is_floating_point_v<T> && !order_independent_v<Op>, double, T>;
   const std::size_t rank = ext.size();
   std::size_t out_count = 1, count = 1;
   std::vector<std::size_t> out_strides(rank, 0);  // 0 along reduced axes

@@ -275,7 +275,9 @@ inline generated_kernel generate_kernel(const symflow::graph& g, const value_typ
   std::vector<std::uint32_t> ops_used = members;
   if (reduction) ops_used.push_back(reduction->node);
   for (auto m : ops_used) {
-    const std::string f = "symflow/ops/" + node(m).op + ".hpp";
+    const std::string_view file = op_file_of(node(m).op);
+    if (file.empty()) throw nvrtc_error("graph_runner: op '" + node(m).op + "' is not in the op list (ops/list.hpp)");
+    const std::string f = "symflow/ops/" + std::string(file);
     if (std::find(op_files.begin(), op_files.end(), f) == op_files.end()) op_files.push_back(f);
   }
   k.program.headers.emplace_back(prelude_name, prelude_text);

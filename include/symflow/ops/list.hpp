@@ -51,6 +51,7 @@
 #include "slice.hpp"
 #include "softmax_cross_entropy.hpp"
 #include "softplus.hpp"
+#include "softsign.hpp"
 #include "sqrt.hpp"
 #include "square.hpp"
 #include "sub.hpp"

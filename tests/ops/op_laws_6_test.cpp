@@ -1,0 +1,4 @@
+// The op laws (op_laws.hpp) for part 6 of 6 of the op list, to its end.
+#include "op_laws.hpp"
+
+TEST(OpLaws, ListedOpsFrom50) { op_laws::check_listed_ops<50, 100000>(); }

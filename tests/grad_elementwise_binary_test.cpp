@@ -1,6 +1,6 @@
 // Derivative rules of binary elementwise ops with broadcasting, pow on both operands, where, casts,
 // a leaf the loss does not read, and a second derivative, checked against float64 central
-// differences on random inputs. (Unary ops: grad_elementwise_test.)
+// differences on random inputs. (Each op alone, every dtype: the op laws, tests/ops/op_laws.hpp.)
 #include "grad_elementwise_support.hpp"
 
 TEST(GradElementwise, BinaryOpsWithBroadcasting) {
@@ -72,4 +72,9 @@ TEST(GradElementwise, SecondDerivativeOfXSinX) {
     EXPECT_NEAR(eval(grad(grad(f, s), s), s = sv)[0], 2 * std::cos(v) - v * std::sin(v), 1e-14);
     EXPECT_NEAR(eval(d(d(f, s), s), s = sv)[0], 2 * std::cos(v) - v * std::sin(v), 1e-14);
   }
+}
+
+TEST(GradElementwise, ScalarArithmetic) {
+  check_unary([](auto v) { return 2.5f * v - v / 4.0f + 1.0f; }, 0.1, 2);
+  check_unary([](auto v) { return 3.0f / v; }, 0.5, 2);
 }

@@ -200,13 +200,6 @@ tensor<T, S> from_graph_tensor(const graph_tensor& g) {
   return out;
 }
 
-// "f32" -> dtype::f32; nullopt for an unknown name.
-inline std::optional<dtype> dtype_from_name(std::string_view s) {
-  for (dtype d : {dtype::f32, dtype::f64, dtype::i32, dtype::i64, dtype::boolean})
-    if (dtype_name(d) == s) return d;
-  return std::nullopt;
-}
-
 // "[?,784]"
 inline std::string graph_shape_string(const std::vector<std::int64_t>& shape) {
   std::string out = "[";

@@ -88,17 +88,4 @@ class runtime_tensor {
   aligned_buffer<unsigned char> bytes_;
 };
 
-// Calls f(T{}) with the C++ type of d.
-template <class F>
-decltype(auto) visit_dtype(dtype d, F&& f) {
-  switch (d) {
-    case dtype::f32: return f(float{});
-    case dtype::f64: return f(double{});
-    case dtype::i32: return f(std::int32_t{});
-    case dtype::i64: return f(std::int64_t{});
-    case dtype::boolean: return f(bool{});
-  }
-  throw value_error("unknown dtype");
-}
-
 }  // namespace symflow

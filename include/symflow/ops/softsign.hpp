@@ -13,11 +13,13 @@ namespace symflow {
 namespace ops {
 struct softsign_op : floating_result {
   static constexpr std::string_view name = "softsign";
+#ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "softsign(x) = x / (1 + |x|), elementwise: a smooth sign with values in (-1, 1) that approaches "
       "its limits polynomially, not exponentially as tanh does. As in PyTorch and ONNX it is computed "
       "by that formula, so softsign(±Inf) is NaN; softsign(-0) = -0. Gradient: g / (1 + |x|)^2. "
       "Example: softsign(x) for x = [-3, 0, 1] is [-0.75, 0, 0.5].";
+#endif
   // One IEEE division and one addition: the packet form below gives the same bits lane by lane.
   template <class T>
   SYMFLOW_HD static T apply(T x) {

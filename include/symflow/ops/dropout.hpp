@@ -28,7 +28,7 @@
 #include "../eval/cpu/parallel.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
-#include "conv2d.hpp"
+#include "conv2d_geometry.hpp"
 
 namespace symflow {
 

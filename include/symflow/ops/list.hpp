@@ -15,6 +15,8 @@
 #include "cast.hpp"
 #include "concat.hpp"
 #include "conv2d.hpp"
+#include "conv2d_backprop_filter.hpp"
+#include "conv2d_backprop_input.hpp"
 #include "cos.hpp"
 #include "div.hpp"
 #include "dropout.hpp"

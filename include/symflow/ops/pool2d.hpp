@@ -17,7 +17,7 @@
 #include "../expr/leaves.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
-#include "conv2d.hpp"
+#include "conv2d_geometry.hpp"
 
 namespace symflow {
 namespace ops {

@@ -20,7 +20,7 @@
 #include "../expr/leaves.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
-#include "conv2d.hpp"
+#include "conv2d_geometry.hpp"
 #include "expand_as.hpp"
 #include "expand_dims.hpp"
 #include "mul.hpp"

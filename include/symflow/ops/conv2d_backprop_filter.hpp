@@ -1,0 +1,118 @@
+#ifndef SYMFLOW_OPS_CONV2D_BACKPROP_FILTER_HPP
+#define SYMFLOW_OPS_CONV2D_BACKPROP_FILTER_HPP
+// conv2d_backprop_filter: the adjoint of conv2d with respect to its filter, a kernel op of its own (the
+// gradient of conv2d, and of itself). Layout, padding and geometry: conv2d_geometry.hpp.
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <Eigen/Core>
+
+#include "conv2d_geometry.hpp"
+// Its gradient and tangent are written with conv2d and conv2d_backprop_input.
+#include "conv2d.hpp"
+
+namespace symflow {
+namespace ops {
+namespace conv_detail {
+
+// dW = sum over images of im2col(X)^T dY
+template <class T>
+void backprop_filter(const geometry& g, const T* x, const T* dy, T* dw) {
+  const auto patch = Eigen::Index(g.patch()), filters = Eigen::Index(g.filters), rows = Eigen::Index(g.pixels());
+  Eigen::Map<row_major<T>> dwm(dw, patch, filters);
+  dwm.setZero();
+  if (patch == 0 || rows == 0) return;
+  const std::size_t chunk = images_per_chunk(g);
+  T* const col = column_buffer<T>(chunk * g.pixels() * g.patch());  // fully written before it is read
+  for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
+    const std::size_t count = std::min(chunk, g.batch - n0);
+    im2col(g, x, n0, count, col);
+    Eigen::Map<const row_major<T>> cm(col, Eigen::Index(count) * rows, patch);
+    Eigen::Map<const row_major<T>> dym(dy + n0 * g.pixels() * g.filters, Eigen::Index(count) * rows, filters);
+    dwm.noalias() += cm.transpose() * dym;
+  }
+}
+}  // namespace conv_detail
+
+// conv2d_backprop_filter(x [N,H,W,C], g [N,OH,OW,O], like w [KH,KW,C,O]) -> [KH,KW,C,O]: the adjoint
+// of conv2d with respect to its filter; `like` supplies the filter's extents only.
+template <std::size_t Stride, padding Padding>
+struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
+  static constexpr std::string_view name = "conv2d_backprop_filter";
+  template <class X, class G, class W>
+  using result_type = X;
+  template <std::size_t I>
+  static constexpr bool reads_operand = I != 2;
+  template <class SX, class SG, class SW>
+  static constexpr bool shapes_ok = conv_detail::adjoint_shapes_fit<SX, SW, SG, Stride, Padding>();
+  template <class SX, class SG, class SW>
+  using result_shape = SW;
+
+  static extents_t<4> infer_extents(const auto& who, const extents_t<4>& x, const extents_t<4>& g, const extents_t<4>& w) {
+    const auto geo = conv_detail::checked_geometry(who, x, w, Stride, Padding);
+    conv_detail::check_adjoint_extents(who, g, geo.output_extents(), "conv2d's result");
+    return w;
+  }
+  template <class T, class Out, class X, class G, class W>
+  static void run_cpu(const Out& out, const X& x, const G& g, const W&) {
+    conv_detail::backprop_filter<T>(conv_detail::checked_geometry("conv2d_backprop_filter", x.extents(), out.extents(), Stride, Padding),
+                                    x.data(), g.data(), out.data());
+  }
+  // <A, bpf(X, G)> = <conv2d(X, A), G>: so dX = conv2d_backprop_input(G, A) and dG = conv2d(X, A).
+  template <class A, class Y, class X, class G, class W>
+  static auto gradient(const A& a, const Y&, const X& x, const G& g, const W&) {
+    return tuple_of(conv2d_backprop_input<Stride, Padding>(g, a, x), conv2d<Stride, Padding>(x, a), no_gradient{});
+  }
+  template <class Y, class TX, class TG, class TW, class X, class G, class W>
+  static auto tangent(const Y&, const TX& tx, const TG& tg, const TW&, const X& x, const G& g, const W& w) {
+    return conv_detail::sum_present(
+        [&] {
+          if constexpr (is_no_gradient_v<TX>) return no_gradient{};
+          else return conv2d_backprop_filter<Stride, Padding>(tx, g, w);
+        }(),
+        [&] {
+          if constexpr (is_no_gradient_v<TG>) return no_gradient{};
+          else return conv2d_backprop_filter<Stride, Padding>(x, tg, w);
+        }());
+  }
+
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
+    conv_detail::expect_operands(in, 3, who);
+    const auto geo = conv_detail::runtime_geometry(a, in[0], in[2], who);
+    conv_detail::check_adjoint_extents(who, in[1], geo.output_extents(), "conv2d's result");
+    return in[2];
+  }
+  template <class Attrs>
+  static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
+    const auto geo = conv_detail::runtime_geometry(a, in[0].extents, in[2].extents, std::string(name));
+    conv_detail::with_float_element(out.type, name, [&](auto t) {
+      using T = decltype(t);
+      conv_detail::backprop_filter<T>(geo, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data), out.as<T>());
+    });
+  }
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
+    return {conv_detail::apply_with(b, "conv2d_backprop_input", std::vector<H>{x[1], g, x[0]}, a),
+            conv_detail::apply_with(b, "conv2d", std::vector<H>{x[0], g}, a), std::nullopt};
+  }
+};
+}  // namespace ops
+
+// The adjoint of conv2d<Stride, Padding>(x, w) with respect to w, for the adjoint g of its result; `like`
+// has w's shape (only its extents are read).
+template <std::size_t Stride = 1, padding Padding = padding::valid, expression X, expression G, expression W>
+auto conv2d_backprop_filter(const X& x, const G& g, const W& like, source_site where = source_site::current()) {
+  detail::check_conv_operands<X, G>();
+  return make_kernel(ops::conv2d_backprop_filter_op<Stride, Padding>{}, where, x, g, like);
+}
+}  // namespace symflow
+#endif  // SYMFLOW_OPS_CONV2D_BACKPROP_FILTER_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, conv2d_backprop_filter_op<1, padding::same>)
+#endif

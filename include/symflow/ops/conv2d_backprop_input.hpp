@@ -1,0 +1,141 @@
+#ifndef SYMFLOW_OPS_CONV2D_BACKPROP_INPUT_HPP
+#define SYMFLOW_OPS_CONV2D_BACKPROP_INPUT_HPP
+// conv2d_backprop_input: the adjoint of conv2d with respect to its input, a kernel op of its own (the
+// gradient of conv2d, and of itself). Layout, padding and geometry: conv2d_geometry.hpp.
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <Eigen/Core>
+
+#include "conv2d_geometry.hpp"
+// Its gradient and tangent are written with conv2d and conv2d_backprop_filter.
+#include "conv2d.hpp"
+
+namespace symflow {
+namespace ops {
+namespace conv_detail {
+
+// The adjoint of im2col: each column-matrix entry added back to the input element it was copied from.
+template <class T>
+void col2im_add(const geometry& g, const T* col, std::size_t first, std::size_t count, T* dx) {
+  const std::size_t C = g.channels, patch = g.patch(), rows = g.pixels(), run = g.k_w * C;
+  for_each_image(count, rows * patch, [&](std::size_t i) {
+    T* image = dx + (first + i) * g.input_image();
+    const T* in = col + i * rows * patch;
+    for (std::size_t oh = 0; oh < g.out_h; ++oh) {
+      for (std::size_t ow = 0; ow < g.out_w; ++ow) {
+        const T* row = in + (oh * g.out_w + ow) * patch;
+        const column_range cols = columns_inside(g, ow);
+        for (std::size_t kh = 0; kh < g.k_h; ++kh) {
+          const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride + kh) - std::ptrdiff_t(g.pad_top);
+          if (ih < 0 || ih >= std::ptrdiff_t(g.in_h)) continue;
+          const T* src = row + kh * run + cols.begin * C;
+          T* dst = image + (std::size_t(ih) * g.in_w + std::size_t(cols.first_input)) * C;
+          for (std::size_t k = 0, n = (cols.end - cols.begin) * C; k < n; ++k) dst[k] += src[k];
+        }
+      }
+    }
+  });
+}
+
+// dX = col2im(dY W^T)
+template <class T>
+void backprop_input(const geometry& g, const T* dy, const T* w, T* dx) {
+  std::fill_n(dx, g.batch * g.input_image(), T(0));
+  const auto patch = Eigen::Index(g.patch()), filters = Eigen::Index(g.filters), rows = Eigen::Index(g.pixels());
+  if (patch == 0 || rows == 0) return;
+  Eigen::Map<const row_major<T>> wm(w, patch, filters);
+  const std::size_t chunk = images_per_chunk(g);
+  T* const col = column_buffer<T>(chunk * g.pixels() * g.patch());  // fully written before it is read
+  for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
+    const std::size_t count = std::min(chunk, g.batch - n0);
+    Eigen::Map<const row_major<T>> dym(dy + n0 * g.pixels() * g.filters, Eigen::Index(count) * rows, filters);
+    Eigen::Map<row_major<T>> cm(col, Eigen::Index(count) * rows, patch);
+    cm.noalias() = dym * wm.transpose();
+    col2im_add(g, col, n0, count, dx);
+  }
+}
+}  // namespace conv_detail
+
+// conv2d_backprop_input(g [N,OH,OW,O], w, like x [N,H,W,C]) -> [N,H,W,C]: the adjoint of conv2d with
+// respect to its input. `like` supplies the input's extents only (several inputs give one output size).
+template <std::size_t Stride, padding Padding>
+struct conv2d_backprop_input_op : conv2d_attributes<Stride, Padding> {
+  static constexpr std::string_view name = "conv2d_backprop_input";
+  template <class G, class W, class X>
+  using result_type = G;
+  template <std::size_t I>
+  static constexpr bool reads_operand = I != 2;
+  template <class SG, class SW, class SX>
+  static constexpr bool shapes_ok = conv_detail::adjoint_shapes_fit<SX, SW, SG, Stride, Padding>();
+  template <class SG, class SW, class SX>
+  using result_shape = SX;
+
+  static extents_t<4> infer_extents(const auto& who, const extents_t<4>& g, const extents_t<4>& w, const extents_t<4>& x) {
+    const auto geo = conv_detail::checked_geometry(who, x, w, Stride, Padding);
+    conv_detail::check_adjoint_extents(who, g, geo.output_extents(), "conv2d's result");
+    return x;
+  }
+  template <class T, class Out, class G, class W, class X>
+  static void run_cpu(const Out& out, const G& g, const W& w, const X&) {
+    conv_detail::backprop_input<T>(conv_detail::checked_geometry("conv2d_backprop_input", out.extents(), w.extents(), Stride, Padding),
+                                   g.data(), w.data(), out.data());
+  }
+  // <A, bpi(G, W)> = <conv2d(A, W), G>: so dG = conv2d(A, W) and dW = conv2d_backprop_filter(A, G).
+  template <class A, class Y, class G, class W, class X>
+  static auto gradient(const A& a, const Y&, const G& g, const W& w, const X&) {
+    return tuple_of(conv2d<Stride, Padding>(a, w), conv2d_backprop_filter<Stride, Padding>(a, g, w), no_gradient{});
+  }
+  template <class Y, class TG, class TW, class TX, class G, class W, class X>
+  static auto tangent(const Y&, const TG& tg, const TW& tw, const TX&, const G& g, const W& w, const X& x) {
+    return conv_detail::sum_present(
+        [&] {
+          if constexpr (is_no_gradient_v<TG>) return no_gradient{};
+          else return conv2d_backprop_input<Stride, Padding>(tg, w, x);
+        }(),
+        [&] {
+          if constexpr (is_no_gradient_v<TW>) return no_gradient{};
+          else return conv2d_backprop_input<Stride, Padding>(g, tw, x);
+        }());
+  }
+
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
+    conv_detail::expect_operands(in, 3, who);
+    const auto geo = conv_detail::runtime_geometry(a, in[2], in[1], who);
+    conv_detail::check_adjoint_extents(who, in[0], geo.output_extents(), "conv2d's result");
+    return in[2];
+  }
+  template <class Attrs>
+  static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
+    const auto geo = conv_detail::runtime_geometry(a, in[2].extents, in[1].extents, std::string(name));
+    conv_detail::with_float_element(out.type, name, [&](auto t) {
+      using T = decltype(t);
+      conv_detail::backprop_input<T>(geo, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data), out.as<T>());
+    });
+  }
+  template <class B, class Attrs, class H>
+  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
+    return {conv_detail::apply_with(b, "conv2d", std::vector<H>{g, x[1]}, a),
+            conv_detail::apply_with(b, "conv2d_backprop_filter", std::vector<H>{g, x[0], x[1]}, a), std::nullopt};
+  }
+};
+}  // namespace ops
+
+// The adjoint of conv2d<Stride, Padding>(x, w) with respect to x, for the adjoint g of its result; `like`
+// has x's shape (only its extents are read).
+template <std::size_t Stride = 1, padding Padding = padding::valid, expression G, expression W, expression X>
+auto conv2d_backprop_input(const G& g, const W& w, const X& like, source_site where = source_site::current()) {
+  detail::check_conv_operands<G, W>();
+  return make_kernel(ops::conv2d_backprop_input_op<Stride, Padding>{}, where, g, w, like);
+}
+}  // namespace symflow
+#endif  // SYMFLOW_OPS_CONV2D_BACKPROP_INPUT_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(kernel, conv2d_backprop_input_op<1, padding::same>)
+#endif

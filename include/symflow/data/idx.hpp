@@ -24,6 +24,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "../core/error.hpp"
@@ -47,32 +49,54 @@ struct idx_read_options {
   std::uint64_t max_data_bytes = idx_default_max_data_bytes;  // refused above this, before allocating
 };
 
+// IDX element type codes: how a file stores its elements, not dtypes (to_tensor converts them).
 enum class idx_type : std::uint8_t { u8 = 0x08, i8 = 0x09, i16 = 0x0B, i32 = 0x0C, f32 = 0x0D, f64 = 0x0E };
 
+// One row per IDX element type: its code, its name in messages and its C++ type (whose size is the
+// element's size in the file).
+template <class T>
+struct idx_type_row {
+  using element = T;
+  idx_type type;
+  std::string_view name;
+};
+inline constexpr std::tuple idx_type_table{
+    idx_type_row<std::uint8_t>{idx_type::u8, "unsigned byte"},
+    idx_type_row<std::int8_t>{idx_type::i8, "signed byte"},
+    idx_type_row<std::int16_t>{idx_type::i16, "i16"},
+    idx_type_row<std::int32_t>{idx_type::i32, "i32"},
+    idx_type_row<float>{idx_type::f32, "f32"},
+    idx_type_row<double>{idx_type::f64, "f64"},
+};
+
+namespace detail {
+// Calls f(row) for each row of idx_type_table.
+template <class F>
+constexpr void for_each_idx_type_row(F&& f) {
+  std::apply([&](const auto&... row) { (f(row), ...); }, idx_type_table);
+}
+}  // namespace detail
+
 constexpr bool is_idx_type_code(std::uint8_t code) {
-  return code == 0x08 || code == 0x09 || code == 0x0B || code == 0x0C || code == 0x0D || code == 0x0E;
+  bool found = false;
+  detail::for_each_idx_type_row([&](const auto& row) { found = found || static_cast<std::uint8_t>(row.type) == code; });
+  return found;
 }
 
 constexpr std::size_t idx_type_size(idx_type t) {
-  switch (t) {
-    case idx_type::u8: case idx_type::i8: return 1;
-    case idx_type::i16: return 2;
-    case idx_type::i32: case idx_type::f32: return 4;
-    case idx_type::f64: return 8;
-  }
-  return 0;
+  std::size_t size = 0;
+  detail::for_each_idx_type_row([&](const auto& row) {
+    if (row.type == t) size = sizeof(typename std::remove_cvref_t<decltype(row)>::element);
+  });
+  return size;
 }
 
 constexpr std::string_view idx_type_name(idx_type t) {
-  switch (t) {
-    case idx_type::u8: return "unsigned byte";
-    case idx_type::i8: return "signed byte";
-    case idx_type::i16: return "i16";
-    case idx_type::i32: return "i32";
-    case idx_type::f32: return "f32";
-    case idx_type::f64: return "f64";
-  }
-  return "?";
+  std::string_view name = "?";
+  detail::for_each_idx_type_row([&](const auto& row) {
+    if (row.type == t) name = row.name;
+  });
+  return name;
 }
 
 constexpr std::uint32_t idx_magic(idx_type type, std::uint8_t rank) {
@@ -91,14 +115,9 @@ struct idx_array {
   // Calls f with each element, as its own C++ type, in storage order.
   template <class F>
   void for_each_element(F&& f) const {
-    switch (type) {
-      case idx_type::u8: each<std::uint8_t>(f); break;
-      case idx_type::i8: each<std::int8_t>(f); break;
-      case idx_type::i16: each<std::int16_t>(f); break;
-      case idx_type::i32: each<std::int32_t>(f); break;
-      case idx_type::f32: each<float>(f); break;
-      case idx_type::f64: each<double>(f); break;
-    }
+    detail::for_each_idx_type_row([&](const auto& row) {
+      if (row.type == type) each<typename std::remove_cvref_t<decltype(row)>::element>(f);
+    });
   }
 
   // The elements converted to T (static_cast), as a tensor of the file's extents.

@@ -97,14 +97,8 @@ value_health health_of(const T* data, std::size_t n) {
 }
 
 inline value_health health_of(dtype type, const void* data, std::size_t n) {
-  switch (type) {
-    case dtype::f32: return health_of(static_cast<const float*>(data), n);
-    case dtype::f64: return health_of(static_cast<const double*>(data), n);
-    case dtype::i32: return health_of(static_cast<const std::int32_t*>(data), n);
-    case dtype::i64: return health_of(static_cast<const std::int64_t*>(data), n);
-    case dtype::boolean: return health_of(static_cast<const bool*>(data), n);
-  }
-  return {};
+  if (!find_dtype_info(type)) return {};  // a message about a corrupt value does not throw again
+  return visit_dtype(type, [&](auto t) { return health_of(static_cast<const decltype(t)*>(data), n); });
 }
 
 // True when every element is finite (always for integer and bool dtypes).

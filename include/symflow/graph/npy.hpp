@@ -26,15 +26,10 @@ namespace detail {
   throw npy_error("npy: " + what + " (at byte " + std::to_string(at) + ")");
 }
 
+// The dtype's row's `npy_descr` column (core/dtype.hpp); "" for a value that is no dtype.
 inline std::string_view npy_descr(dtype d) {
-  switch (d) {
-    case dtype::f32: return "<f4";
-    case dtype::f64: return "<f8";
-    case dtype::i32: return "<i4";
-    case dtype::i64: return "<i8";
-    case dtype::boolean: return "|b1";
-  }
-  return "";
+  const dtype_info* row = find_dtype_info(d);
+  return row ? row->npy_descr : std::string_view();
 }
 
 // The header's Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
@@ -61,12 +56,13 @@ class npy_header_parser {
         have_descr = true;
         const std::string d = quoted();
         bool found = false;
-        for (dtype c : {dtype::f32, dtype::f64, dtype::i32, dtype::i64, dtype::boolean}) {
-          std::string_view want = npy_descr(c);
-          // '=' (native) and '|' (not applicable) also describe little-endian data on the hosts symflow supports.
+        for (const dtype_info& c : dtype_infos) {
+          const std::string_view want = c.npy_descr;
+          // '=' (native) and '|' (not applicable) also describe little-endian data on the hosts symflow
+          // supports; a single-byte type ('|') may also be written '<'.
           if (d.size() == 3 && d.substr(1) == want.substr(1) &&
-              (d[0] == want[0] || d[0] == '=' || (c == dtype::boolean && d[0] == '<'))) {
-            type = c;
+              (d[0] == want[0] || d[0] == '=' || (want[0] == '|' && d[0] == '<'))) {
+            type = c.type;
             found = true;
           }
         }

@@ -23,14 +23,7 @@ struct cast_op {
   // Runtime form (graph interpreter and builder): calls f with the instantiation the attribute names.
   template <class Attrs, class F>
   static decltype(auto) with_runtime_instance(const Attrs& a, F&& f) {
-    switch (a.dtype_of("to")) {
-      case dtype::f32: return f(cast_op<float>{});
-      case dtype::f64: return f(cast_op<double>{});
-      case dtype::i32: return f(cast_op<std::int32_t>{});
-      case dtype::i64: return f(cast_op<std::int64_t>{});
-      case dtype::boolean: return f(cast_op<bool>{});
-    }
-    return f(cast_op{});
+    return visit_dtype(a.dtype_of("to"), [&](auto to) -> decltype(auto) { return f(cast_op<decltype(to)>{}); });
   }
   template <class From>
   using result_type = To;

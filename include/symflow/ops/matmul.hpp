@@ -114,13 +114,7 @@ struct matmul_op {
                      view(static_cast<const T*>(in[1].data), in[1].extents, rb));
         }
       };
-      switch (out.type) {
-        case dtype::f32: return run(float{});
-        case dtype::f64: return run(double{});
-        case dtype::i32: return run(std::int32_t{});
-        case dtype::i64: return run(std::int64_t{});
-        case dtype::boolean: return run(bool{});
-      }
+      visit_dtype(out.type, run);
     });
   }
 

@@ -75,13 +75,7 @@ struct one_hot_op {
       else if (in[0].type == dtype::i64) fill(zero, std::int64_t{});
       else throw value_error("one_hot takes integer labels");
     };
-    switch (out.type) {
-      case dtype::f32: return with_labels(float{});
-      case dtype::f64: return with_labels(double{});
-      case dtype::i32: return with_labels(std::int32_t{});
-      case dtype::i64: return with_labels(std::int64_t{});
-      case dtype::boolean: return with_labels(bool{});
-    }
+    visit_dtype(out.type, with_labels);
   }
   template <class Y, class TL, class L>
   static auto tangent(const Y&, const TL&, const L&) {

@@ -67,13 +67,10 @@ struct reduced_count_op {
   static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
     std::size_t count = 1;
     for (auto ax : a.integers("axes")) count *= in[0].extents[std::size_t(ax)];
-    switch (out.type) {
-      case dtype::f32: *out.as<float>() = float(count); break;
-      case dtype::f64: *out.as<double>() = double(count); break;
-      case dtype::i32: *out.as<std::int32_t>() = std::int32_t(count); break;
-      case dtype::i64: *out.as<std::int64_t>() = std::int64_t(count); break;
-      case dtype::boolean: *out.as<bool>() = count != 0; break;
-    }
+    visit_dtype(out.type, [&](auto t) {
+      using T = decltype(t);
+      *out.as<T>() = static_cast<T>(count);  // bool: count != 0
+    });
   }
   template <class Y, class TX, class X>
   static auto tangent(const Y&, const TX&, const X&) {

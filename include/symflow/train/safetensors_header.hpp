@@ -37,15 +37,18 @@ namespace detail {
   checkpoint_fail(source, what + ": " + std::strerror(error_number));
 }
 
+// The dtype's row's `safetensors` column (core/dtype.hpp); "?" for a value that is no dtype.
 inline std::string_view safetensors_dtype_name(dtype d) {
-  switch (d) {
-    case dtype::f32: return "F32";
-    case dtype::f64: return "F64";
-    case dtype::i32: return "I32";
-    case dtype::i64: return "I64";
-    case dtype::boolean: return "BOOL";
-  }
-  return "?";
+  const dtype_info* row = find_dtype_info(d);
+  return row ? row->safetensors : "?";
+}
+
+// "F32, F64, I32, I64, BOOL and U8": the safetensors dtypes the reader knows (U8 is read as i32).
+inline std::string known_safetensors_dtypes() {
+  std::string out;
+  for (const dtype_info& row : dtype_infos) out += std::string(row.safetensors) + ", ";
+  out.resize(out.size() - 2);
+  return out + " and U8";
 }
 
 // A tensor as the header describes it, validated against the data section.
@@ -145,15 +148,11 @@ class safetensors_header_reader {
     if (e.file_dtype == "U8") {
       e.type = dtype::i32;
       e.file_element_size = 1;
+    } else if (const auto t = find_dtype(&dtype_info::safetensors, e.file_dtype)) {
+      e.type = *t;
+      e.file_element_size = dtype_size(*t);
     } else {
-      bool known = false;
-      for (dtype t : {dtype::f32, dtype::f64, dtype::i32, dtype::i64, dtype::boolean})
-        if (e.file_dtype == safetensors_dtype_name(t)) {
-          e.type = t;
-          e.file_element_size = dtype_size(t);
-          known = true;
-        }
-      if (!known) fail(who + " has unknown dtype '" + excerpt(e.file_dtype) + "' (F32, F64, I32, I64, BOOL and U8 are read)");
+      fail(who + " has unknown dtype '" + excerpt(e.file_dtype) + "' (" + known_safetensors_dtypes() + " are read)");
     }
 
     const json& s = value.at("shape");

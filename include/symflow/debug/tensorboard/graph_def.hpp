@@ -22,14 +22,9 @@ namespace symflow::tensorboard {
 // TensorFlow's DataType enum (types.proto).
 enum class tf_data_type : std::int32_t { dt_float = 1, dt_double = 2, dt_int32 = 3, dt_string = 7, dt_int64 = 9, dt_bool = 10 };
 
+// A dtype's code is its row's `tensorflow` column (core/dtype.hpp).
 inline tf_data_type tf_data_type_of(dtype d) {
-  switch (d) {
-    case dtype::f32: return tf_data_type::dt_float;
-    case dtype::f64: return tf_data_type::dt_double;
-    case dtype::i32: return tf_data_type::dt_int32;
-    case dtype::i64: return tf_data_type::dt_int64;
-    case dtype::boolean: return tf_data_type::dt_bool;
-  }
+  if (const dtype_info* row = find_dtype_info(d)) return static_cast<tf_data_type>(row->tensorflow);
   throw graph_error("tensorboard: unknown dtype");
 }
 

@@ -65,7 +65,7 @@ using pass_function = void (*)(const void* const* in, void* const* out, std::siz
 // with streaming stores where `streamed[j]` (outputs too large to stay cached; the caller fences).
 inline std::string generate_pass_source(dtype type, std::size_t externals, const std::vector<pass_member>& members,
                                         const std::vector<std::size_t>& stored, const std::vector<bool>& streamed = {}) {
-  const std::string T = type == dtype::f64 ? "double" : "float";
+  const std::string T(dtype_info_of(type).cpp);
   for (const auto& m : members)
     if (!pass_codegen_detail::is_op_name(m.op) || !pass_codegen_detail::is_type_spelling(m.op_type))
       throw error("generated pass: refusing an op name or C++ type that is not an identifier (op of " +

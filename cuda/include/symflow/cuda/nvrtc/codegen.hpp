@@ -71,16 +71,11 @@ std::string registered_op_type(const graph_node& n) {
 inline std::string elementwise_op_type(const graph_node& n) { return registered_op_type<node_kind::elementwise>(n); }
 inline std::string reduction_op_type(const graph_node& n) { return registered_op_type<node_kind::reduction>(n); }
 
-// C++ element types as NVRTC (LP64, like the host) spells them.
+// C++ element types as NVRTC (LP64, like the host) spells them: the dtype's row's `cuda` column
+// (core/dtype.hpp; each spelling is a literal, so .data() ends in '\0').
 inline const char* element_type(dtype d) {
-  switch (d) {
-    case dtype::f32: return "float";
-    case dtype::f64: return "double";
-    case dtype::i32: return "int";
-    case dtype::i64: return "long long";
-    case dtype::boolean: return "bool";
-  }
-  return "?";
+  const dtype_info* row = find_dtype_info(d);
+  return row ? row->cuda.data() : "?";
 }
 
 // A literal node's value in its dtype, bit-exact, as a C++ expression (the same conversions as the

@@ -1,0 +1,177 @@
+// The dtype table (core/dtype.hpp) against facts written down independently of it: sizeof of each
+// C++ type, NumPy's descr strings, the safetensors dtype strings, ONNX's TensorProto.DataType and
+// TensorFlow's DataType numbers as published; lookups by name and code that round-trip and refuse
+// unknown values with a symflow::error naming the value; and the formats' own accessors, which
+// must agree with the table since they read it.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <symflow/core/dtype.hpp>
+#include <symflow/debug/tensorboard/graph_def.hpp>
+#include <symflow/graph/npy.hpp>
+#include <symflow/train/safetensors_header.hpp>
+
+using namespace symflow;
+
+namespace {
+
+// One dtype's facts, each from its source rather than from the table.
+struct published {
+  dtype type;
+  std::string_view name;         // symflow's documented spelling (docs, graph files)
+  std::size_t size;              // sizeof of the C++ type, filled in below
+  std::string_view npy;          // numpy.dtype(...).str on a little-endian host
+  std::string_view safetensors;  // safetensors' Dtype enum (serde names)
+  std::int32_t onnx;             // onnx.proto TensorProto.DataType
+  std::int32_t tensorflow;       // tensorflow/core/framework/types.proto DataType
+  std::string_view cpp;
+  std::string_view cuda;
+};
+
+const published facts[] = {
+    {dtype::f32, "f32", sizeof(float), "<f4", "F32", /*FLOAT*/ 1, /*DT_FLOAT*/ 1, "float", "float"},
+    {dtype::f64, "f64", sizeof(double), "<f8", "F64", /*DOUBLE*/ 11, /*DT_DOUBLE*/ 2, "double", "double"},
+    {dtype::i32, "i32", sizeof(std::int32_t), "<i4", "I32", /*INT32*/ 6, /*DT_INT32*/ 3, "std::int32_t", "int"},
+    {dtype::i64, "i64", sizeof(std::int64_t), "<i8", "I64", /*INT64*/ 7, /*DT_INT64*/ 9, "std::int64_t", "long long"},
+    {dtype::boolean, "bool", sizeof(bool), "|b1", "BOOL", /*BOOL*/ 9, /*DT_BOOL*/ 10, "bool", "bool"},
+};
+
+// The text of the symflow::error f throws; a test failure when it throws none.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const symflow::error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no symflow::error thrown";
+  return "";
+}
+
+TEST(DtypeTable, HasOneRowPerDtypeInEnumOrder) {
+  ASSERT_EQ(dtype_count, std::size(facts));
+  for (std::size_t i = 0; i < dtype_count; ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(dtype_infos[i].type), i);
+    EXPECT_EQ(dtype_infos[i].type, facts[i].type);
+  }
+}
+
+TEST(DtypeTable, RowsMatchPublishedFacts) {
+  for (const published& f : facts) {
+    SCOPED_TRACE(std::string(f.name));
+    const dtype_info& row = dtype_info_of(f.type);
+    EXPECT_EQ(row.type, f.type);
+    EXPECT_EQ(row.name, f.name);
+    EXPECT_EQ(row.size, f.size);
+    EXPECT_EQ(row.npy_descr, f.npy);
+    EXPECT_EQ(row.safetensors, f.safetensors);
+    EXPECT_EQ(row.onnx, f.onnx);
+    EXPECT_EQ(row.tensorflow, f.tensorflow);
+    EXPECT_EQ(row.cpp, f.cpp);
+    EXPECT_EQ(row.cuda, f.cuda);
+    EXPECT_EQ(dtype_name(f.type), f.name);
+    EXPECT_EQ(dtype_size(f.type), f.size);
+  }
+  // The sizes the formats assume, whatever the platform says (.npy '<f4' is 4 bytes, '|b1' one).
+  EXPECT_EQ(dtype_size(dtype::f32), 4u);
+  EXPECT_EQ(dtype_size(dtype::f64), 8u);
+  EXPECT_EQ(dtype_size(dtype::i32), 4u);
+  EXPECT_EQ(dtype_size(dtype::i64), 8u);
+  EXPECT_EQ(dtype_size(dtype::boolean), 1u);
+  // NVRTC is LP64 like the host: its "int" and "long long" have the sizes of int32 and int64.
+  EXPECT_EQ(sizeof(int), sizeof(std::int32_t));
+  EXPECT_EQ(sizeof(long long), sizeof(std::int64_t));
+}
+
+TEST(DtypeTable, CppTypesMatchRows) {
+  static_assert(std::is_same_v<dtype_type_t<dtype::f32>, float>);
+  static_assert(std::is_same_v<dtype_type_t<dtype::f64>, double>);
+  static_assert(std::is_same_v<dtype_type_t<dtype::i32>, std::int32_t>);
+  static_assert(std::is_same_v<dtype_type_t<dtype::i64>, std::int64_t>);
+  static_assert(std::is_same_v<dtype_type_t<dtype::boolean>, bool>);
+  static_assert(dtype_v<float> == dtype::f32 && dtype_v<double> == dtype::f64 && dtype_v<std::int32_t> == dtype::i32 &&
+                dtype_v<std::int64_t> == dtype::i64 && dtype_v<bool> == dtype::boolean);
+  static_assert(!is_supported_dtype_v<char> && !is_supported_dtype_v<std::uint8_t> && !is_supported_dtype_v<long double> &&
+                !is_supported_dtype_v<const float>);
+  for (const published& f : facts) {
+    SCOPED_TRACE(std::string(f.name));
+    EXPECT_EQ(visit_dtype(f.type, [](auto t) { return sizeof(t); }), f.size);
+    EXPECT_EQ(visit_dtype(f.type, [](auto t) { return dtype_v<decltype(t)>; }), f.type);
+  }
+  // visit_dtype returns what f returns, void included.
+  int calls = 0;
+  visit_dtype(dtype::i64, [&](auto) { ++calls; });
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(DtypeTable, LookupsRoundTrip) {
+  for (const published& f : facts) {
+    SCOPED_TRACE(std::string(f.name));
+    EXPECT_EQ(dtype_from_name(f.name), f.type);
+    EXPECT_EQ(dtype_by_name(f.name), f.type);
+    EXPECT_EQ(dtype_by_npy_descr(f.npy), f.type);
+    EXPECT_EQ(dtype_by_safetensors(f.safetensors), f.type);
+    EXPECT_EQ(dtype_by_onnx(f.onnx), f.type);
+    EXPECT_EQ(dtype_by_tensorflow(f.tensorflow), f.type);
+    EXPECT_EQ(find_dtype(&dtype_info::cpp, f.cpp), f.type);
+    EXPECT_EQ(find_dtype(&dtype_info::cuda, f.cuda), f.type);
+    EXPECT_EQ(dtype_by_name(dtype_name(f.type)), f.type);
+  }
+  static_assert(dtype_from_name("i32") == dtype::i32);
+  static_assert(find_dtype(&dtype_info::onnx, 11) == dtype::f64);
+}
+
+TEST(DtypeTable, UnknownNamesAndCodesAreRefusedNamingTheValue) {
+  EXPECT_FALSE(dtype_from_name("f16").has_value());
+  EXPECT_FALSE(dtype_from_name("F32").has_value());  // names are case-sensitive
+  EXPECT_FALSE(dtype_from_name("").has_value());
+  EXPECT_FALSE(find_dtype(&dtype_info::onnx, 0).has_value());  // UNDEFINED
+
+  EXPECT_EQ(error_of([] { dtype_by_name("f16"); }), "unknown dtype name 'f16'");
+  EXPECT_EQ(error_of([] { dtype_by_npy_descr("<f2"); }), "unknown NumPy descr '<f2'");
+  EXPECT_EQ(error_of([] { dtype_by_safetensors("BF16"); }), "unknown safetensors dtype 'BF16'");
+  EXPECT_EQ(error_of([] { dtype_by_onnx(16); }), "unknown ONNX data type 16");              // BFLOAT16
+  EXPECT_EQ(error_of([] { dtype_by_tensorflow(19); }), "unknown TensorFlow DataType 19");  // DT_HALF
+  // A hostile name is quoted in part only.
+  const std::string long_name(1000, 'x');
+  EXPECT_LT(error_of([&] { dtype_by_name(long_name); }).size(), 200u);
+  // A byte that is no enumerator.
+  const auto corrupt = static_cast<dtype>(200);
+  EXPECT_EQ(find_dtype_info(corrupt), nullptr);
+  EXPECT_EQ(dtype_name(corrupt), "?");
+  EXPECT_EQ(dtype_size(corrupt), 0u);
+  EXPECT_EQ(error_of([&] { dtype_info_of(corrupt); }), "unknown dtype code 200");
+  EXPECT_EQ(error_of([&] { visit_dtype(corrupt, [](auto) {}); }), "unknown dtype code 200");
+}
+
+TEST(DtypeTable, NamesAndCodesAreDistinct) {
+  std::set<std::string_view> names, npy, safetensors;
+  std::set<std::int32_t> onnx, tensorflow;
+  for (const dtype_info& row : dtype_infos) {
+    EXPECT_TRUE(names.insert(row.name).second) << row.name;
+    EXPECT_TRUE(npy.insert(row.npy_descr).second) << row.npy_descr;
+    EXPECT_TRUE(safetensors.insert(row.safetensors).second) << row.safetensors;
+    EXPECT_TRUE(onnx.insert(row.onnx).second) << row.onnx;
+    EXPECT_TRUE(tensorflow.insert(row.tensorflow).second) << row.tensorflow;
+  }
+}
+
+// The formats' accessors read the table, so they agree with the published facts too.
+TEST(DtypeTable, FormatAccessorsAgree) {
+  for (const published& f : facts) {
+    SCOPED_TRACE(std::string(f.name));
+    EXPECT_EQ(detail::npy_descr(f.type), f.npy);
+    EXPECT_EQ(detail::safetensors_dtype_name(f.type), f.safetensors);
+    EXPECT_EQ(static_cast<std::int32_t>(tensorboard::tf_data_type_of(f.type)), f.tensorflow);
+  }
+  EXPECT_EQ(detail::known_safetensors_dtypes(), "F32, F64, I32, I64, BOOL and U8");
+  EXPECT_EQ(static_cast<std::int32_t>(tensorboard::tf_data_type::dt_float), 1);
+  EXPECT_EQ(static_cast<std::int32_t>(tensorboard::tf_data_type::dt_bool), 10);
+}
+
+}  // namespace

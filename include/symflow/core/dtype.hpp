@@ -20,7 +20,8 @@
 
 namespace symflow {
 
-// The element types, in the order of the table's rows.
+// The element types, in the order of the table's rows. An enumerator's value is also the dtype's
+// code in .sfg files (graph/binary.hpp): new ones go at the end.
 enum class dtype : std::uint8_t { f32, f64, i32, i64, boolean };
 
 // One row's facts, apart from the C++ type (dtype_row<T> adds it).
@@ -42,7 +43,7 @@ struct dtype_row : dtype_info {
 };
 
 // THE TABLE, one row per dtype, in the order of `enum class dtype`.
-// Adding a dtype (f16, bf16) is one new row here (plus its C++ type and its enumerator above):
+// Adding a dtype (f16, bf16) is one new row here (plus its C++ type and its enumerator above, last):
 // names, sizes, file codes, lookups and visit_dtype all follow from the rows.
 inline constexpr std::tuple dtype_table{
     //                    dtype           name    size npy     safetensors onnx  tf  cpp             cuda

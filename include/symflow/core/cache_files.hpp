@@ -1,15 +1,15 @@
 #pragma once
 // Helpers for the on-disk caches of code generated at run time (CPU passes, NVRTC kernels): a
-// content hash for cache keys, whole-file reads, writes that readers never see half done, and the
-// checks that make a cache directory safe to load code from (docs/security.md): a directory another
-// user can write to would let that user choose the code a process loads.
-#include <atomic>
+// content hash for cache keys, and the checks that make a cache directory safe to load code from
+// (docs/security.md): a directory another user can write to would let that user choose the code a
+// process loads. Whole-file reads and writes that readers never see half done are io/files.hpp's
+// (read_file_bytes, write_file_atomically, temporary_sibling). It is included here because the
+// caches' code (cuda/nvrtc/compiler.hpp) reaches them through this header; io/ sits above core/, so
+// once that code includes io/files.hpp itself this header belongs in io/ too.
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -18,6 +18,7 @@
 #include <unistd.h>
 #endif
 
+#include "../io/files.hpp"
 #include "sha256.hpp"
 
 namespace symflow {
@@ -40,47 +41,6 @@ struct content_hash {
     return buf;
   }
 };
-
-// The file's bytes, or "" when it cannot be read.
-inline std::string read_file_bytes(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return {};
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// A name next to `path` that no other process or thread uses: "<path>.tmp.<pid>.<n>".
-inline std::filesystem::path temporary_sibling(const std::filesystem::path& path) {
-  static std::atomic<unsigned> counter{0};
-#if defined(__unix__)
-  const long pid = long(::getpid());
-#else
-  const long pid = 0;
-#endif
-  return path.string() + ".tmp." + std::to_string(pid) + "." + std::to_string(counter++);
-}
-
-// Writes through a temporary and renames it, so a reader sees the whole file or none. An unwritable
-// directory is not an error (a cache then only costs recomputation): returns whether it was written.
-inline bool write_file_atomically(const std::filesystem::path& path, const std::string& bytes) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  const auto tmp = temporary_sibling(path);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return false;
-    f.write(bytes.data(), std::streamsize(bytes.size()));
-    if (!f) {
-      f.close();
-      std::filesystem::remove(tmp, ec);
-      return false;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-  return !ec;
-}
 
 // Makes `dir` (and its missing parents) and checks that only this user can change what is in it: a
 // real directory (not a symbolic link), owned by this user, writable by no group and no other user.

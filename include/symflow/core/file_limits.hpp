@@ -60,8 +60,10 @@ inline std::uint64_t check_regular_file(const std::string& path, std::uint64_t m
   return size;
 }
 
-// The whole of a regular file of at most max_bytes bytes.
-inline std::vector<unsigned char> read_regular_file(const std::string& path, std::uint64_t max_bytes, std::string_view what) {
+// The whole of a regular file of at most max_bytes bytes, as bytes or (Bytes = std::string) text.
+// io/files.hpp's read_file_bytes is the usual way in.
+template <class Bytes = std::vector<unsigned char>>
+Bytes read_regular_file(const std::string& path, std::uint64_t max_bytes, std::string_view what) {
   // O_NONBLOCK: opening a FIFO swapped in after the stat below must not block; regular files ignore it.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) detail::open_fail(what, path, errno);
@@ -76,7 +78,7 @@ inline std::vector<unsigned char> read_regular_file(const std::string& path, std
   const auto size = static_cast<std::uint64_t>(info.st_size);
   if (size > max_bytes)
     detail::file_fail(what, path, "file size " + std::to_string(size) + " bytes exceeds the limit of " + std::to_string(max_bytes) + " bytes");
-  std::vector<unsigned char> out(static_cast<std::size_t>(size));
+  Bytes out(static_cast<std::size_t>(size), 0);
   std::size_t got = 0;
   for (;;) {
     if (got == out.size()) {

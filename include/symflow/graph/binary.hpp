@@ -10,7 +10,6 @@
 #include <array>
 #include <bit>
 #include <cstdint>
-#include <fstream>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -18,6 +17,7 @@
 
 #include "../core/excerpt.hpp"
 #include "../core/file_limits.hpp"
+#include "../io/files.hpp"
 #include "../core/utf8.hpp"
 #include "graph.hpp"
 #include "validate.hpp"
@@ -341,19 +341,6 @@ inline graph load_graph_binary(const unsigned char* data, std::size_t size) {
 
 inline graph load_graph_binary(const std::vector<unsigned char>& bytes) {
   return load_graph_binary(bytes.data(), bytes.size());
-}
-
-// Whole-file helpers. Reading refuses anything but a regular file of at most max_bytes
-// (core/file_limits.hpp): a device or FIFO given as a graph file would otherwise be read forever.
-inline std::vector<unsigned char> read_file_bytes(const std::string& path, std::uint64_t max_bytes = graph_file_max_bytes,
-                                                  std::string_view what = "graph file") {
-  return read_regular_file(path, max_bytes, what);
-}
-inline void write_file_bytes(const std::string& path, const void* data, std::size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw error("cannot open '" + path + "' for writing");
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-  if (!out) throw error("cannot write '" + path + "'");
 }
 
 inline void save_graph_binary_file(const std::string& path, const graph& g, graph_save_options options = {}) {

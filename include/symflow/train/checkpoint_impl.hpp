@@ -28,6 +28,7 @@
 #include "../core/error.hpp"
 #include "../core/excerpt.hpp"
 #include "../core/params.hpp"
+#include "../io/files.hpp"
 #include "checkpoint.hpp"
 #include "safetensors_header.hpp"
 
@@ -112,54 +113,6 @@ inline void append_u64_le(std::string& out, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
 }
 
-// Writes a file so that PATH holds either its old contents or all of the new ones, never a part.
-class atomic_file {
- public:
-  explicit atomic_file(std::string path)
-      : path_(std::move(path)), temporary_(path_ + ".tmp." + std::to_string(::getpid())) {
-    file_ = std::fopen(temporary_.c_str(), "wb");
-    if (!file_) fail(errno, "cannot create the temporary file '" + temporary_ + "'");
-  }
-  atomic_file(const atomic_file&) = delete;
-  atomic_file& operator=(const atomic_file&) = delete;
-  ~atomic_file() {
-    if (file_) std::fclose(file_);
-    if (!committed_) std::remove(temporary_.c_str());
-  }
-
-  void write(const void* data, std::size_t size) {
-    if (size && std::fwrite(data, 1, size, file_) != size) fail(errno, "cannot write the temporary file '" + temporary_ + "'");
-  }
-
-  void commit() {
-    if (std::fflush(file_) != 0) fail(errno, "cannot write the temporary file '" + temporary_ + "'");
-    if (::fsync(::fileno(file_)) != 0) fail(errno, "cannot fsync the temporary file '" + temporary_ + "'");
-    std::FILE* f = std::exchange(file_, nullptr);
-    if (std::fclose(f) != 0) fail(errno, "cannot close the temporary file '" + temporary_ + "'");
-    if (std::rename(temporary_.c_str(), path_.c_str()) != 0) fail(errno, "cannot rename '" + temporary_ + "' over it");
-    committed_ = true;
-    // The rename itself is durable only once the directory holding it is synced.
-    std::filesystem::path dir = std::filesystem::path(path_).parent_path();
-    if (dir.empty()) dir = ".";
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) fail(errno, "wrote it, but cannot open its directory '" + dir.string() + "' to fsync the rename");
-    const int sync_errno = ::fsync(fd) == 0 ? 0 : errno;
-    ::close(fd);
-    // Some file systems cannot fsync a directory (EINVAL); they give no stronger promise to ask for.
-    if (sync_errno != 0 && sync_errno != EINVAL) fail(sync_errno, "wrote it, but cannot fsync its directory '" + dir.string() + "'");
-  }
-
- private:
-  [[noreturn]] void fail(int error_number, const std::string& what) const {
-    checkpoint_fail(path_, what + ": " + std::strerror(error_number) +
-                               (committed_ ? "" : "; the previous file at this path, if any, is unchanged"));
-  }
-
-  std::string path_, temporary_;
-  std::FILE* file_ = nullptr;
-  bool committed_ = false;
-};
-
 // Removes PATH.tmp.<pid> files left by writers that died mid-write: those whose pid is not this
 // process and names no process at all (ESRCH). A live pid, or one we may not signal (EPERM), keeps
 // its file: it may be a save in progress. Best effort: a directory that cannot be listed is left.
@@ -230,10 +183,18 @@ SYMFLOW_LIBRARY_LINKAGE void save_checkpoint(const std::string& path, std::initi
   const auto items = detail::collect_items(parts, path);
   const std::string prefix = detail::checkpoint_prefix(items, metadata, path);
   detail::remove_stale_temporaries(path);
-  detail::atomic_file file(path);
-  file.write(prefix.data(), prefix.size());
-  for (const auto& item : items) file.write(item.value->bytes.data(), item.value->bytes.size());
-  file.commit();
+  // Through PATH.tmp.<pid> (the name remove_stale_temporaries looks for), synced before and after the
+  // rename: PATH holds either the previous checkpoint or all of this one, even after a crash.
+  atomic_file file(path, path + ".tmp." + std::to_string(::getpid()));
+  const auto check = [&](bool ok) {
+    if (!ok)
+      detail::checkpoint_fail(path, file.failure() +
+                                        (file.committed() ? "" : "; the previous file at this path, if any, is unchanged"));
+  };
+  check(file.is_open());
+  check(file.write(prefix.data(), prefix.size()));
+  for (const auto& item : items) check(file.write(item.value->bytes.data(), item.value->bytes.size()));
+  check(file.commit(/*durable=*/true));
 }
 SYMFLOW_LIBRARY_LINKAGE void save_checkpoint(const std::string& path, const params& tensors, const checkpoint_metadata& metadata) {
   save_checkpoint(path, {{"", tensors}}, metadata);

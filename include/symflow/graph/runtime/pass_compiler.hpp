@@ -32,6 +32,7 @@
 #endif
 
 #include "../../core/cache_files.hpp"
+#include "../../io/files.hpp"
 #include "pass_codegen.hpp"
 
 namespace symflow {

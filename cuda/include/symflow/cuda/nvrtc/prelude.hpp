@@ -11,7 +11,8 @@
 //  - a std::string_view that only holds the op's name; std::size_t; std::numeric_limits for the
 //    element types (what reductions' identity and finish name: infinity, lowest, max, quiet_NaN;
 //    infinity and NaN by their bits, NVRTC has no __builtin_huge_val);
-//  - empty stand-ins for the dtype-rule bases (the host computes every node's dtype).
+//  - empty stand-ins for the dtype-rule bases (the host computes every node's dtype), comparisons'
+//    comparison_result (ops/comparison.hpp) among them.
 
 namespace symflow::cuda::nvrtc_detail {
 
@@ -70,6 +71,7 @@ namespace symflow {
 struct same_dtype_result {};
 struct floating_result : same_dtype_result {};
 struct mask_result {};
+struct comparison_result : mask_result {};
 }  // namespace symflow
 )symflow";
 

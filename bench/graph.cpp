@@ -32,9 +32,9 @@
 #include <cstddef>
 #include <random>
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/runtime/grad.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
-#include <symflow/graph/runtime/plan_cache.hpp>
+#include <symflow/runtime/grad.hpp>
+#include <symflow/runtime/interpreter.hpp>
+#include <symflow/runtime/plan_cache.hpp>
 #include <symflow/symflow.hpp>
 #include <vector>
 

@@ -20,7 +20,7 @@
 #include <symflow/data/mnist.hpp>
 #include <symflow/data/normalize.hpp>
 #include <symflow/debug/tensorboard.hpp>
-#include <symflow/graph/to_graph.hpp>
+#include <symflow/ir/to_graph.hpp>
 #include <symflow/symflow.hpp>
 #include <symflow/train/all.hpp>
 #include <symflow/train/checkpoint.hpp>

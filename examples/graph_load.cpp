@@ -10,9 +10,9 @@
 #include <random>
 #include <string>
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
-#if __has_include(<symflow/graph/runtime/grad.hpp>)
-#include <symflow/graph/runtime/grad.hpp>
+#include <symflow/runtime/interpreter.hpp>
+#if __has_include(<symflow/runtime/grad.hpp>)
+#include <symflow/runtime/grad.hpp>
 #define GRAPH_LOAD_HAS_GRAD 1
 #endif
 

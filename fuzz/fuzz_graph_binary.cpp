@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/json.hpp>
+#include <symflow/io/json.hpp>
 
 #include "fuzz_support.hpp"
 

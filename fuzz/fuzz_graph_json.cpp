@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/json.hpp>
+#include <symflow/io/json.hpp>
 
 #include "fuzz_support.hpp"
 

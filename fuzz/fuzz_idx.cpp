@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <symflow/data/idx.hpp>
+#include <symflow/io/idx.hpp>
 
 #include "fuzz_support.hpp"
 

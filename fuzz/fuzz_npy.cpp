@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <symflow/graph/npy.hpp>
+#include <symflow/io/npy.hpp>
 
 #include "fuzz_support.hpp"
 

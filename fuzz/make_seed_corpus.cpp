@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/json.hpp>
+#include <symflow/io/json.hpp>
 #include <symflow/symflow.hpp>
 
 using namespace symflow;

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 #include <symflow/train/checkpoint.hpp>
-#include <symflow/train/safetensors_header.hpp>
+#include <symflow/io/safetensors_header.hpp>
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/runtime/grad.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/runtime/grad.hpp>
+#include <symflow/runtime/interpreter.hpp>
 
 #include "gradient_support.hpp"
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <symflow/data/idx.hpp>
+#include <symflow/io/idx.hpp>
 #include <symflow/data/mnist.hpp>
 
 // The largest single allocation through plain operator new, to show that a hostile header cannot

@@ -13,8 +13,8 @@
 
 #include <symflow/core/dtype.hpp>
 #include <symflow/debug/tensorboard/graph_def.hpp>
-#include <symflow/graph/npy.hpp>
-#include <symflow/train/safetensors_header.hpp>
+#include <symflow/io/npy.hpp>
+#include <symflow/io/safetensors_header.hpp>
 
 using namespace symflow;
 

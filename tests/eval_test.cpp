@@ -18,8 +18,8 @@
 #include <omp.h>
 #endif
 
-#include <symflow/graph/runtime/interpreter.hpp>
-#include <symflow/graph/to_graph.hpp>
+#include <symflow/runtime/interpreter.hpp>
+#include <symflow/ir/to_graph.hpp>
 #include <symflow/symflow.hpp>
 
 // ---------------------------------------------------------------------------------------------
@@ -310,7 +310,7 @@ TEST(EvalAllocations, BroadcastChainAndMeanAllocateOnlyTheOutput) {
   }
 }
 
-// The graph interpreter keeps its intermediates' storage between runs (graph/runtime/buffer_pool.hpp):
+// The graph interpreter keeps its intermediates' storage between runs (runtime/buffer_pool.hpp):
 // a second run with the same extents allocates no tensor, and reused storage gives the same results,
 // also after a run with other extents.
 TEST(EvalAllocations, InterpreterReusesIntermediatesBetweenRuns) {

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <limits>
 #include <random>
-#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/runtime/interpreter.hpp>
 
 #include "../examples/graph_model.hpp"
 #include "graph_support.hpp"
 
-#if __has_include(<symflow/graph/runtime/grad.hpp>)
-#include <symflow/graph/runtime/grad.hpp>
+#if __has_include(<symflow/runtime/grad.hpp>)
+#include <symflow/runtime/grad.hpp>
 #define SYMFLOW_HAS_RUNTIME_GRAD 1
 #endif
 

@@ -1,4 +1,4 @@
-// The interpreter's generated passes (graph/runtime/pass_codegen.hpp, pass_compiler.hpp): a fused group
+// The interpreter's generated passes (runtime/pass_codegen.hpp, pass_compiler.hpp): a fused group
 // compiled by the system's C++ compiler gives the interpreter's own results bit for bit (which
 // graph_interpreter_test holds equal to compiled evaluation) and a float64 reference within float
 // rounding, on random inputs; broadcasting, literals, several stored outputs, streamed outputs, f64
@@ -9,7 +9,7 @@
 // passes are compiled with it too (pass_compiler.hpp).
 // First, through a path with "..", as symflow's own headers reach it from some translation units
 // (pass_compiler.hpp finds the include folder from the path of its first inclusion).
-#include <symflow/symbolic/../graph/runtime/pass_compiler.hpp>
+#include <symflow/symbolic/../runtime/pass_compiler.hpp>
 
 #include <gtest/gtest.h>
 
@@ -19,9 +19,9 @@
 #include <random>
 #include <set>
 #include <string>
-#include <symflow/graph/to_graph.hpp>
-#include <symflow/graph/runtime/builder.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/ir/to_graph.hpp>
+#include <symflow/runtime/builder.hpp>
+#include <symflow/runtime/interpreter.hpp>
 #include <symflow/ops/all.hpp>
 
 namespace {
@@ -94,13 +94,13 @@ struct w_inputs {
   }
 };
 
-// The generated sources include <symflow/graph/runtime/pass_support.hpp> from the folder found here:
-// this file includes pass_compiler.hpp first through ".../symflow/symbolic/../graph/...", whose
+// The generated sources include <symflow/runtime/pass_support.hpp> from the folder found here:
+// this file includes pass_compiler.hpp first through ".../symflow/symbolic/../runtime/...", whose
 // parents, unresolved, were include/symflow/symbolic (the passes then failed to compile).
 TEST(NativePass, IncludeFolderIsFoundWhateverPathReachedTheHeader) {
   if (const char* env = std::getenv("SYMFLOW_INCLUDE_DIR"); env && *env) GTEST_SKIP() << "SYMFLOW_INCLUDE_DIR is set";
   const auto dir = pass_detail::default_include_dir();
-  EXPECT_TRUE(std::filesystem::is_regular_file(dir / "symflow" / "graph" / "runtime" / "pass_support.hpp")) << dir;
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir / "symflow" / "runtime" / "pass_support.hpp")) << dir;
 }
 
 TEST(NativePass, W1AndW2MatchTheInterpreterBitwiseAndAFloat64Reference) {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
-#include <symflow/graph/npy.hpp>
+#include <symflow/io/npy.hpp>
 
 using namespace symflow;
 

@@ -1,13 +1,13 @@
-// The caches of plans and gradient graphs (graph/runtime/plan_cache.hpp): a rebuilt graph of the same
+// The caches of plans and gradient graphs (runtime/plan_cache.hpp): a rebuilt graph of the same
 // structure reuses them and gets the same results; a graph differing in an attribute, a shape or a
 // dtype does not; data is never part of the key; the caches stay within their capacity.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/runtime/grad.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
-#include <symflow/graph/runtime/plan_cache.hpp>
+#include <symflow/runtime/grad.hpp>
+#include <symflow/runtime/interpreter.hpp>
+#include <symflow/runtime/plan_cache.hpp>
 #include <thread>
 
 using namespace symflow;

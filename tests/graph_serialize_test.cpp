@@ -12,7 +12,7 @@
 #include <limits>
 #include <random>
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/json.hpp>
+#include <symflow/io/json.hpp>
 #include <symflow/symflow.hpp>
 
 using namespace symflow;

@@ -1,4 +1,4 @@
-// The interpreter's copy of a strided view into contiguous storage (graph/runtime/strided_copy.hpp)
+// The interpreter's copy of a strided view into contiguous storage (runtime/strided_copy.hpp)
 // against an element-by-element walk of the layout, for transposes, permutations, strided and
 // offset slices of odd extents, and every element size the dtypes have.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include <symflow/graph/runtime/strided_copy.hpp>
+#include <symflow/runtime/strided_copy.hpp>
 
 using symflow::runtime_layout;
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/json.hpp>
+#include <symflow/io/json.hpp>
 #include <symflow/symflow.hpp>
 
 namespace symflow::testing {

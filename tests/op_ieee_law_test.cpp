@@ -27,8 +27,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <symflow/graph/op_registry.hpp>
-#include <symflow/graph/runtime/op_table.hpp>
+#include <symflow/ir/op_registry.hpp>
+#include <symflow/runtime/op_table.hpp>
 #include <symflow/symflow.hpp>
 
 namespace sf = symflow;

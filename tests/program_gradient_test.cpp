@@ -1,11 +1,11 @@
 // Gradients of models whose subexpressions are shared, computed by a runtime program
-// (symbolic/program_gradient.hpp: grad_by_program, value_and_grad): checked against float64 central differences, through second
+// (runtime/program_gradient.hpp: grad_by_program, value_and_grad): checked against float64 central differences, through second
 // order (hvp, jvp of the gradient), with NaN and infinities in some rows, through to_graph, with a
 // changing batch size and with leaves the loss does not read.
 #include "reverse_sweep_support.hpp"
 
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/runtime/interpreter.hpp>
 
 namespace {
 
@@ -95,7 +95,7 @@ TEST(ProgramGradient, ValueAndGradRunTheModelOnce) {
 }
 
 // A training loop builds value_and_grad every step: the program (and its interpreter's storage) is
-// reused for a model of the same structure, names and constants (graph/runtime/program.hpp's
+// reused for a model of the same structure, names and constants (runtime/program.hpp's
 // cache), and not when a constant's data differs.
 TEST(ProgramGradient, ProgramsAreReusedForTheSameModelOnly) {
   model m;

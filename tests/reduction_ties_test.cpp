@@ -10,8 +10,8 @@
 #include <vector>
 
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/runtime/grad.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/runtime/grad.hpp>
+#include <symflow/runtime/interpreter.hpp>
 #include <symflow/symflow.hpp>
 
 using namespace symflow;

@@ -6,10 +6,10 @@
 #include <random>
 
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/json.hpp>
-#include <symflow/graph/runtime/builder.hpp>
-#include <symflow/graph/runtime/grad.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/io/json.hpp>
+#include <symflow/runtime/builder.hpp>
+#include <symflow/runtime/grad.hpp>
+#include <symflow/runtime/interpreter.hpp>
 #include <symflow/symflow.hpp>
 
 using namespace symflow;

@@ -11,8 +11,8 @@
 
 #include <symflow/core/excerpt.hpp>
 #include <symflow/core/params.hpp>
-#include <symflow/graph/graph.hpp>
-#include <symflow/graph/npy.hpp>
+#include <symflow/ir/graph.hpp>
+#include <symflow/io/npy.hpp>
 
 namespace symflow::cli {
 

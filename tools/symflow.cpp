@@ -21,13 +21,13 @@
 #include <vector>
 
 #include <symflow/graph/all.hpp>
-#include <symflow/graph/json.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/io/json.hpp>
+#include <symflow/runtime/interpreter.hpp>
 
 #include "cli_feeds.hpp"
 
-#if __has_include(<symflow/graph/runtime/grad.hpp>)
-#include <symflow/graph/runtime/grad.hpp>
+#if __has_include(<symflow/runtime/grad.hpp>)
+#include <symflow/runtime/grad.hpp>
 #define SYMFLOW_CLI_HAS_GRAD 1
 #else
 #define SYMFLOW_CLI_HAS_GRAD 0

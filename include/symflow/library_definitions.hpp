@@ -12,6 +12,6 @@
 #if !defined(SYMFLOW_SEPARATE_COMPILATION) || !defined(SYMFLOW_LIBRARY_IMPLEMENTATION)
 #error "symflow/library_definitions.hpp: compile this unit with SYMFLOW_SEPARATE_COMPILATION and define SYMFLOW_LIBRARY_IMPLEMENTATION before including it"
 #endif
-#include "graph/runtime/grad.hpp"
-#include "graph/runtime/interpreter.hpp"
+#include "runtime/grad.hpp"
+#include "runtime/interpreter.hpp"
 #include "training_definitions.hpp"

@@ -16,5 +16,11 @@
 #include "ops/all.hpp"
 #include "eval/cpu/eval.hpp"
 #include "symbolic/gradient.hpp"
+// Gradients of large models by a runtime program (runtime/program_gradient.hpp): where the runtime's
+// op tables are compiled once and linked (SYMFLOW_SEPARATE_COMPILATION), or on request; elsewhere
+// grad uses the typed sweep, and a translation unit does not compile the tables (about 45 s).
+#if defined(SYMFLOW_SEPARATE_COMPILATION) || defined(SYMFLOW_PROGRAM_GRADIENTS)
+#include "runtime/program_gradient.hpp"
+#endif
 #include "symbolic/jvp.hpp"
-#include "symbolic/check_gradient.hpp"
+#include "debug/check_gradient.hpp"

@@ -5,7 +5,7 @@
 // checkpoint files (with the JSON parser behind them), IDX data files and TensorBoard event files.
 // Include it in exactly one translation unit (library_definitions.hpp includes it); it needs
 // nlohmann-json and zlib.
-#include "data/idx_impl.hpp"
+#include "io/idx_impl.hpp"
 #include "data/mnist_impl.hpp"
 #include "debug/tensorboard/histogram.hpp"
 #include "debug/tensorboard/summary_writer_impl.hpp"

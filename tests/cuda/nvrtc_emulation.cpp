@@ -11,10 +11,10 @@
 // Phase 1 (no PHASE2): writes kernels.inc, the generated kernels of every case as host functions.
 // Phase 2 (-DPHASE2): includes it, maps each program's PTX to its host function and runs the cases.
 #include <symflow/cuda/nvrtc/graph_runner.hpp>
-#include <symflow/graph/binary.hpp>
-#include <symflow/graph/json.hpp>
-#include <symflow/graph/runtime/builder.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/io/binary.hpp>
+#include <symflow/io/json.hpp>
+#include <symflow/runtime/builder.hpp>
+#include <symflow/runtime/interpreter.hpp>
 #include <fstream>
 #include <iostream>
 #include <random>

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include <symflow/cuda/nvrtc/graph_runner.hpp>
-#include <symflow/graph/binary.hpp>
-#include <symflow/graph/runtime/builder.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
+#include <symflow/io/binary.hpp>
+#include <symflow/runtime/builder.hpp>
+#include <symflow/runtime/interpreter.hpp>
 #if defined(SYMFLOW_TEST_HAVE_JSON)
-#include <symflow/graph/json.hpp>
+#include <symflow/io/json.hpp>
 #endif
 
 namespace {

@@ -21,7 +21,7 @@
 namespace symflow {
 
 // The element types, in the order of the table's rows. An enumerator's value is also the dtype's
-// code in .sfg files (graph/binary.hpp): new ones go at the end.
+// code in .sfg files (io/binary.hpp): new ones go at the end.
 enum class dtype : std::uint8_t { f32, f64, i32, i64, boolean };
 
 // One row's facts, apart from the C++ type (dtype_row<T> adds it).

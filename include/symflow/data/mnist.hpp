@@ -16,7 +16,7 @@
 #include "../core/separate_compilation.hpp"
 #include "../core/tensor.hpp"
 #include "batches.hpp"
-#include "idx.hpp"
+#include "../io/idx.hpp"
 
 namespace symflow {
 

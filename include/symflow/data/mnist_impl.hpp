@@ -6,8 +6,8 @@
 #include <string>
 #include <system_error>
 
-#include "idx.hpp"
-#include "idx_impl.hpp"
+#include "../io/idx.hpp"
+#include "../io/idx_impl.hpp"
 #include "mnist.hpp"
 
 namespace symflow {

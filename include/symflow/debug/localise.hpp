@@ -2,9 +2,9 @@
 // The check_numerics localiser: including this header in any one translation unit makes every
 // evaluation that finds NaN or infinities re-run its expressions node by node in the interpreter,
 // with every value checked, and report the first node whose result is not finite, with its operands'
-// health and the source line where it was written (debug/nonfinite_report.hpp).
-#include "../graph/runtime/interpreter.hpp"
-#include "nonfinite_report.hpp"
+// health and the source line where it was written (eval/nonfinite_report.hpp).
+#include "../runtime/interpreter.hpp"
+#include "../eval/nonfinite_report.hpp"
 
 namespace symflow {
 

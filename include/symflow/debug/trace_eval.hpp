@@ -5,10 +5,10 @@
 #include <tuple>
 
 #include "../eval/cpu/eval.hpp"
-#include "../graph/runtime/interpreter.hpp"
-#include "../graph/to_graph.hpp"
-#include "nonfinite_report.hpp"
-#include "trace.hpp"
+#include "../runtime/interpreter.hpp"
+#include "../ir/to_graph.hpp"
+#include "../eval/nonfinite_report.hpp"
+#include "../runtime/trace.hpp"
 
 namespace symflow {
 

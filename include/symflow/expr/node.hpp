@@ -69,7 +69,7 @@ inline constexpr bool is_no_gradient_v = std::is_same_v<std::remove_cvref_t<T>, 
 template <class X>
 concept operand = expression<X> || std::is_arithmetic_v<std::remove_cvref_t<X>>;
 
-// A value of a graph built at run time (graph/runtime/builder.hpp's graph_handle). Each op's
+// A value of a graph built at run time (runtime/builder.hpp's graph_handle). Each op's
 // function serves such values too: it applies the op by name through the `apply_value(op, x...)`
 // function found next to the value's type, so no layer above the ops lists them again.
 struct probe_op {

@@ -77,7 +77,7 @@ struct reduction : expression_tag {
 
 // What a reduction's derivative rule is given to reduce an operand-shaped value over the node's own
 // axes, keeping them as extent 1: over(ops::sum_op{}, e). Max and min count their ties with it. In a
-// runtime rule fragment (graph/runtime/grad.hpp) the stand-in operand has rank 1 and the reduction is
+// runtime rule fragment (runtime/grad.hpp) the stand-in operand has rank 1 and the reduction is
 // over its axis 0; splicing the fragment into a graph gives it the node's axes.
 template <unsigned AxesBits>
 struct over_reduced_axes {
@@ -141,7 +141,7 @@ struct reduction_function {
                   source_site where = source_site::current()) const {
     return make_reduction<Op>(a, ax, where, k);
   }
-  // Other operands (a graph builder's handles, graph/runtime/builder.hpp) reduce through the
+  // Other operands (a graph builder's handles, runtime/builder.hpp) reduce through the
   // reduce_value function found next to their type, with the axes as values.
   template <class A, class... Rest>
     requires(!expression<A>) && requires(const A& a) { reduce_value(Op{}, a, std::vector<int>{}, false); }

@@ -1,7 +1,7 @@
 #pragma once
 // What the ops' runtime forms work on. An op with compile-time attributes (an axis, a permutation, a
 // target shape) also has a runtime form in its own file that takes those attributes as values: the
-// graph interpreter and the graph builder call it (graph/runtime/). Attributes arrive through an
+// graph interpreter and the graph builder call it (runtime/). Attributes arrive through an
 // object with integer(key), integers(key) and dtype_of(key).
 #include <cstddef>
 #include <cstdint>

@@ -28,7 +28,7 @@
 
 #include "../core/aligned_buffer.hpp"
 #include "../core/tensor.hpp"
-#include "../eval/cpu/parallel.hpp"
+#include "../core/parallel.hpp"
 #include "../expr/leaves.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"

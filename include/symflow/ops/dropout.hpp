@@ -25,7 +25,7 @@
 
 #include "../core/config.hpp"
 #include "../core/tensor.hpp"
-#include "../eval/cpu/parallel.hpp"
+#include "../core/parallel.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
 #include "conv2d_geometry.hpp"

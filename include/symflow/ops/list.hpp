@@ -4,7 +4,7 @@
 // representative instantiation where the op's attributes are template arguments.
 //
 // This file is read twice, so it has no include guard. Read plainly (ops/all.hpp), it defines every
-// op. Read again with SYMFLOW_LISTED defined (graph/op_registry.hpp), each op file's body is skipped
+// op. Read again with SYMFLOW_LISTED defined (ir/op_registry.hpp), each op file's body is skipped
 // by its include guard and only its entries expand: that is how the graph registry, JSON names, the
 // runtime builder and interpreter, NVRTC code generation and the law tests (tests/ops/) learn of an
 // op without naming it.

@@ -118,7 +118,7 @@ struct matmul_op {
     });
   }
 
-  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
   // rule, built on a graph builder's handles because its attributes are values there.
   template <class B, class Attrs, class H>
   static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs&, const H& g, const H&, const std::vector<H>& x) {

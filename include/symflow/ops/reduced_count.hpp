@@ -51,7 +51,7 @@ struct reduced_count_op {
       if ((Bits >> i) & 1u) count *= x.extent(i);
     out.data()[0] = T(count);
   }
-  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
   // rule, built on a graph builder's handles because its attributes are values there.
   template <class B, class Attrs, class H>
   static std::vector<std::optional<H>> runtime_gradient(B&, const Attrs&, const H&, const H&, const std::vector<H>&) {

@@ -83,7 +83,7 @@ struct scatter_op {
     for (std::size_t o = 0; o < outer && block; ++o)
       std::memcpy(static_cast<char*>(out.data) + o * out_row + b * inner, static_cast<const char*>(in[0].data) + o * block, block);
   }
-  // Runtime form of the derivative rule (graph differentiation, graph/runtime/grad.hpp): the same
+  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
   // rule, built on a graph builder's handles because its attributes are values there.
   template <class B, class Attrs, class H>
   static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>&) {

@@ -31,7 +31,7 @@
 
 #include "../core/params.hpp"
 #include "../core/separate_compilation.hpp"
-#include "checkpoint_error.hpp"
+#include "../io/checkpoint_error.hpp"
 
 namespace symflow {
 

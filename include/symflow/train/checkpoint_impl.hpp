@@ -30,7 +30,7 @@
 #include "../core/params.hpp"
 #include "../io/files.hpp"
 #include "checkpoint.hpp"
-#include "safetensors_header.hpp"
+#include "../io/safetensors_header.hpp"
 
 namespace symflow {
 

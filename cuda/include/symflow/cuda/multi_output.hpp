@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <symflow/debug/numerics.hpp>
+#include <symflow/eval/numerics.hpp>
 #include <symflow/expr/reduction.hpp>
 
 #include "compute_root.hpp"      // one output from its root evaluator

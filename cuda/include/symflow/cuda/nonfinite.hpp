@@ -2,7 +2,7 @@
 // check_numerics on the GPU, after the kernels found a NaN or an infinity in an output (their device
 // flag, read once per evaluation): the evaluation's inputs are copied back to the host (device feeds,
 // host feeds, the device and host parameter stores) and handed, with the expressions lowered to a
-// graph value, to the CPU localiser (debug/nonfinite_report.hpp, installed by including
+// graph value, to the CPU localiser (eval/nonfinite_report.hpp, installed by including
 // <symflow/debug/localise.hpp> in one translation unit compiled by the C++ compiler). The localiser
 // re-runs the graph node by node in the CPU interpreter and throws the same numerics_error the CPU
 // backend throws: the first node producing a non-finite value, its op, scoped name, source line,
@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <symflow/debug/nonfinite_report.hpp>
+#include <symflow/eval/nonfinite_report.hpp>
 
 #include "evaluators.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <type_traits>
 
-#include <symflow/debug/numerics.hpp>
+#include <symflow/eval/numerics.hpp>
 
 #include "runtime.hpp"
 

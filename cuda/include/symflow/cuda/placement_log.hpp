@@ -9,13 +9,13 @@
 
 #include <string>
 
-#include <symflow/debug/placement_log.hpp>
+#include <symflow/eval/placement_log.hpp>
 
 #include "runtime.hpp"
 
 namespace symflow::cuda {
 
-// One switch, one printed-set and one sink with the CPU's log (debug/placement_log.hpp): a line is
+// One switch, one printed-set and one sink with the CPU's log (eval/placement_log.hpp): a line is
 // printed once per process whichever backend placed the work.
 inline void set_placement_log(bool on) { set_host_placement_log(on); }
 inline bool placement_log_enabled() { return host_placement_log_enabled(); }

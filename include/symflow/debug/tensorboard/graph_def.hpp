@@ -14,7 +14,7 @@
 #include <variant>
 #include <vector>
 
-#include "../../graph/graph.hpp"
+#include "../../ir/graph.hpp"
 #include "protobuf.hpp"
 
 namespace symflow::tensorboard {

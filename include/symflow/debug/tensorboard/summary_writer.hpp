@@ -28,7 +28,7 @@
 #include "../../core/error.hpp"
 #include "../../core/separate_compilation.hpp"
 #include "../../core/tensor.hpp"
-#include "../../graph/graph.hpp"
+#include "../../ir/graph.hpp"
 #include "histogram.hpp"
 #include "protobuf.hpp"
 

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "../../core/tensor.hpp"
-#include "../../debug/compiled_placement.hpp"
-#include "../../debug/nonfinite_report.hpp"
+#include "compiled_placement.hpp"
+#include "../nonfinite_report.hpp"
 #include "../program_route.hpp"
 #include "evaluators.hpp"
 #include "multi_output.hpp"

@@ -10,10 +10,10 @@
 
 #include "../../core/aligned_buffer.hpp"
 #include "../../ops/packet_math.hpp"
-#include "../../debug/numerics.hpp"
+#include "../numerics.hpp"
 #include "frame.hpp"
 #include "stream_store.hpp"
-#include "parallel.hpp"
+#include "../../core/parallel.hpp"
 
 namespace symflow::cpu {
 

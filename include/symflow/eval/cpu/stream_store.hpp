@@ -1,6 +1,6 @@
 #pragma once
 // Non-temporal (streaming) stores, shared by compiled fused loops, the interpreter and the passes
-// it generates (graph/runtime/pass_support.hpp).
+// it generates (runtime/pass_support.hpp).
 #include <type_traits>
 #if defined(__SSE2__)
 #include <immintrin.h>

@@ -1,9 +1,9 @@
 #pragma once
-// CUDA C++ source for one fusion group of a graph value (graph/runtime/plan.hpp). The generated
+// CUDA C++ source for one fusion group of a graph value (runtime/plan.hpp). The generated
 // kernel calls each member's op through its C++ type — `symflow::ops::mul_op::apply(a, b)` — and
 // includes the op's own file (include/symflow/ops/<op>.hpp) in scalar-only mode (see prelude.hpp):
 // the generator knows no op's math and has no table of CUDA spellings. The op's C++ type comes from
-// the op registry (graph/op_registry.hpp: the op's type, or for ops whose attributes pick the
+// the op registry (ir/op_registry.hpp: the op's type, or for ops whose attributes pick the
 // instantiation, such as cast's `to`, the type `with_runtime_instance` picks), spelled by the host
 // compiler's demangler.
 //
@@ -28,11 +28,11 @@
 #include <tuple>
 #include <vector>
 
-#include <symflow/graph/graph.hpp>
-#include <symflow/graph/op_registry.hpp>
-#include <symflow/graph/runtime/op_table.hpp>
-#include <symflow/graph/runtime/plan.hpp>
-#include <symflow/graph/runtime/type_spelling.hpp>
+#include <symflow/ir/graph.hpp>
+#include <symflow/ir/op_registry.hpp>
+#include <symflow/runtime/op_table.hpp>
+#include <symflow/runtime/plan.hpp>
+#include <symflow/runtime/type_spelling.hpp>
 
 #include "compiler.hpp"
 #include "prelude.hpp"

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include <symflow/core/cache_files.hpp>
+#include <symflow/io/cache_files.hpp>
 #include <symflow/core/error.hpp>
 
 namespace symflow::cuda {

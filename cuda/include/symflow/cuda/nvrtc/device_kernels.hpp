@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <symflow/graph/runtime/value.hpp>
+#include <symflow/ir/value.hpp>
 #include <symflow/ops/matmul.hpp>
 
 #include "compiler.hpp"

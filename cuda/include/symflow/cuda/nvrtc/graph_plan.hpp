@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include <symflow/graph/graph.hpp>
-#include <symflow/graph/runtime/op_table.hpp>
-#include <symflow/graph/runtime/plan.hpp>
-#include <symflow/graph/runtime/strided_copy.hpp>
-#include <symflow/graph/runtime/value.hpp>
+#include <symflow/ir/graph.hpp>
+#include <symflow/runtime/op_table.hpp>
+#include <symflow/runtime/plan.hpp>
+#include <symflow/runtime/strided_copy.hpp>
+#include <symflow/ir/value.hpp>
 
 #include "codegen.hpp"
 #include "compiler.hpp"

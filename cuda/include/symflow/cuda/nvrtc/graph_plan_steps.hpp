@@ -15,11 +15,11 @@
 #include <variant>
 #include <vector>
 
-#include <symflow/graph/graph.hpp>
-#include <symflow/graph/op_registry.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
-#include <symflow/graph/runtime/op_table.hpp>
-#include <symflow/graph/runtime/value.hpp>
+#include <symflow/ir/graph.hpp>
+#include <symflow/ir/op_registry.hpp>
+#include <symflow/runtime/interpreter.hpp>
+#include <symflow/runtime/op_table.hpp>
+#include <symflow/ir/value.hpp>
 
 #include "codegen.hpp"
 #include "compiler.hpp"

@@ -1,9 +1,9 @@
 #pragma once
-// Runs a graph value (graph/graph.hpp, e.g. loaded from a file) on the GPU: its elementwise fusion
+// Runs a graph value (ir/graph.hpp, e.g. loaded from a file) on the GPU: its elementwise fusion
 // groups as kernels generated at run time (codegen.hpp) and compiled with NVRTC (compiler.hpp, cached
 // by content hash), so a model saved by one program runs fused in another that was built without
 // nvcc. Node types and fusion groups come from the same code as the CPU interpreter's
-// (graph/runtime/plan.hpp). Reductions over trailing axes (rows, all axes) are generated kernels too,
+// (runtime/plan.hpp). Reductions over trailing axes (rows, all axes) are generated kernels too,
 // fused with the group computing their operand; views are read through strides by the kernels
 // consuming them (aliased or copied on the device where something else reads them); matmul with a
 // 2-D right operand runs through cuBLAS. Other nodes (reductions over other axes, batched matmul,
@@ -34,12 +34,12 @@
 #include <utility>
 #include <vector>
 
-#include <symflow/graph/graph.hpp>
-#include <symflow/graph/runtime/interpreter.hpp>
-#include <symflow/graph/runtime/op_table.hpp>
-#include <symflow/graph/runtime/plan.hpp>
-#include <symflow/graph/runtime/value.hpp>
-#include <symflow/graph/validate.hpp>
+#include <symflow/ir/graph.hpp>
+#include <symflow/runtime/interpreter.hpp>
+#include <symflow/runtime/op_table.hpp>
+#include <symflow/runtime/plan.hpp>
+#include <symflow/ir/value.hpp>
+#include <symflow/ir/validate.hpp>
 
 #include "../device_tensor.hpp"
 #include "../runtime.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include <symflow/graph/runtime/value.hpp>
+#include <symflow/ir/value.hpp>
 
 #include "../device_tensor.hpp"
 #include "compiler.hpp"

@@ -1,0 +1,125 @@
+#pragma once
+// Writing a graph value as JSON (the format: json.hpp, the header to include).
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "binary.hpp"
+#include "../ir/graph.hpp"
+#include "json_format.hpp"
+
+namespace symflow {
+namespace detail {
+
+inline ojson json_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+inline ojson json_tensor_values(const graph_tensor& t) {
+  return visit_dtype(t.type, [&](auto zero) {
+    using T = decltype(zero);
+    ojson values = ojson::array();
+    const std::size_t n = t.bytes.size() / sizeof(T);
+    for (std::size_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        values.push_back(t.bytes[i] != 0);
+      } else {
+        T v;
+        std::memcpy(&v, t.bytes.data() + sizeof(T) * i, sizeof(T));
+        if constexpr (is_floating_dtype_v<T>) values.push_back(json_number(v));
+        else values.push_back(v);
+      }
+    }
+    return values;
+  });
+}
+
+inline ojson json_tensor(const graph_tensor& t) {
+  ojson o = ojson::object();
+  o["shape"] = t.extents;
+  o["values"] = json_tensor_values(t);
+  return o;
+}
+
+inline ojson json_attribute(const attribute_value& v) {
+  return std::visit(
+      [](const auto& x) -> ojson {
+        using V = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<V, double>) return json_number(x);
+        else return x;
+      },
+      v);
+}
+
+inline std::string save_graph_json_unchecked(const graph& g, graph_save_options options) {
+  using detail::ojson;
+  std::uint32_t id = 0;
+  auto leaf = [&](const graph_leaf& l, bool parameter) {
+    ojson o = ojson::object();
+    o["id"] = id++;
+    o["name"] = l.name;
+    o["scope"] = l.scope;
+    o["dtype"] = dtype_name(l.type.type);
+    o["shape"] = l.type.shape;
+    o["file"] = l.where.file;
+    o["line"] = l.where.line;
+    if (parameter && options.embed_parameters && l.value) o["value"] = detail::json_tensor(*l.value);
+    return o;
+  };
+  std::string out = "{\n  \"format\": \"" + std::string(graph_json_format) + "\",\n  \"version\": " +
+                    std::to_string(graph_json_version) + ",\n";
+  auto list = [&](const char* key, const auto& items, auto&& to_json, bool last = false) {
+    out += std::string("  \"") + key + "\": [";
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ",\n    " : "\n    ") + to_json(items[i]).dump();
+    out += items.empty() ? "]" : "\n  ]";
+    out += last ? "\n" : ",\n";
+  };
+  list("inputs", g.inputs, [&](const graph_leaf& l) { return leaf(l, false); });
+  list("parameters", g.parameters, [&](const graph_leaf& l) { return leaf(l, true); });
+  list("constants", g.constants, [&](const graph_constant& c) {
+    ojson o = ojson::object();
+    o["id"] = id++;
+    o["name"] = c.name;
+    o["dtype"] = dtype_name(c.type.type);
+    o["shape"] = c.type.shape;
+    o["file"] = c.where.file;
+    o["line"] = c.where.line;
+    o["data"] = detail::json_tensor(c.data);
+    return o;
+  });
+  list("nodes", g.nodes, [&](const graph_node& n) {
+    ojson o = ojson::object();
+    o["id"] = id++;
+    o["op"] = n.op;
+    o["name"] = n.name;
+    o["inputs"] = n.inputs;
+    ojson attrs = ojson::object();
+    for (const auto& a : n.attributes) attrs[a.key] = detail::json_attribute(a.value);
+    o["attrs"] = std::move(attrs);
+    o["dtype"] = dtype_name(n.type.type);
+    o["shape"] = n.type.shape;
+    o["file"] = n.where.file;
+    o["line"] = n.where.line;
+    return o;
+  });
+  out += "  \"outputs\": " + ojson(g.outputs).dump() + "\n}\n";
+  return out;
+}
+
+}  // namespace detail
+
+// The graph as JSON text (deterministic: save(load(save(g))) == save(g)). Strings must be UTF-8
+// (the loaders guarantee it); a graph built by hand with other bytes in a name is refused.
+inline std::string save_graph_json(const graph& g, graph_save_options options = {}) {
+  try {
+    return detail::save_graph_json_unchecked(g, options);
+  } catch (const detail::ojson::exception& e) {
+    throw graph_error(std::string("graph JSON: cannot write the graph: ") + e.what());
+  }
+}
+
+}  // namespace symflow

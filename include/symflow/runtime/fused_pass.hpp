@@ -1,0 +1,376 @@
+#pragma once
+// One fusion group of the interpreter run as one pass over memory, in cache-sized tiles: either a
+// program of steps (each member's SIMD loop over a tile held in L1, in turn) or a generated pass
+// (pass_codegen.hpp: every member in registers). Both compute each element the same way, so the
+// choice, the tile size and the thread count never change a result.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../core/aligned_buffer.hpp"
+#include "../eval/numerics.hpp"
+#include "../eval/cpu/fused_loop.hpp"
+#include "../core/parallel.hpp"
+#include "op_table.hpp"
+#include "pass_compiler.hpp"
+#include "plan.hpp"
+#include "run_options.hpp"
+#include "../ir/value.hpp"
+
+namespace symflow {
+
+namespace fused_pass_detail {
+
+// Streaming (non-temporal) stores, as compiled run_map uses them for large outputs: whether this
+// target has them for the float packet, and a copy of `bytes` from a tile buffer to `dst` with them
+// where dst is packet-aligned (ordinary stores for the unaligned head and the tail). Plain moves, so
+// any dtype's bits are copied unchanged. The caller fences (cpu::detail::stream_fence) before the
+// values are read by another thread.
+using stream_packet = simd::packet_t<float>;
+inline constexpr bool can_stream =
+    decltype(cpu::detail::stream_store(std::declval<float*>(), std::declval<const stream_packet&>()))::value;
+
+inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  if constexpr (can_stream) {
+    constexpr std::size_t w = sizeof(stream_packet);
+    const std::size_t head = std::min(bytes, (w - reinterpret_cast<std::uintptr_t>(d) % w) % w);
+    std::memcpy(d, s, head);
+    d += head;
+    s += head;
+    bytes -= head;
+    for (; bytes >= w; d += w, s += w, bytes -= w)
+      cpu::detail::stream_store(reinterpret_cast<float*>(d),
+                                simd::pm::ploadu<stream_packet>(reinterpret_cast<const float*>(s)));
+  }
+  std::memcpy(d, s, bytes);
+}
+
+inline void fill_splat(void* dst, const void* value, dtype type, std::size_t n) {
+  const std::size_t esize = dtype_size(type);
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(static_cast<char*>(dst) + i * esize, value, esize);
+}
+
+inline bool native_passes_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SYMFLOW_NATIVE_PASSES");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
+inline void warn_native_pass_unavailable(const std::string& why) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    std::fprintf(stderr, "symflow: the interpreter runs its fused passes op by op: %s\n", why.c_str());
+}
+
+}  // namespace fused_pass_detail
+
+// A value the pass reads from memory (its extents broadcast to the pass's).
+struct fused_pass_input {
+  const void* data = nullptr;
+  dtype type = dtype::f32;
+  runtime_extents extents;
+};
+
+// A member: an elementwise node of the group, in evaluation order.
+struct fused_pass_member {
+  elementwise_kernel kernel;
+  std::string op;                     // the op's name (a generated pass includes symflow/ops/<op>.hpp)
+  std::vector<std::size_t> operands;  // pointer-table indices: inputs first, then members
+  dtype type = dtype::f32;
+  void* storage = nullptr;            // stored: the value's elements; else it lives in a tile buffer
+};
+
+class fused_pass {
+ public:
+  // `checking`: stored members are scanned for NaN and infinities as they are written.
+  fused_pass(std::vector<fused_pass_input> inputs, std::vector<fused_pass_member> members, runtime_extents extents,
+             const interpreter_options& options, bool checking)
+      : inputs_(std::move(inputs)), members_(std::move(members)), extents_(std::move(extents)) {
+    plan_index_space();
+    choose_tile(options);
+    build_program(checking);
+    native_ = generated_pass(options);
+    // A generated pass keeps its members in registers and reads its inputs as it computes (no
+    // bursts of one op over a tile), so small tiles gain nothing and cost calls.
+    if (native_ && options.tile_elements == 0) tile_ = native_pass_tile;
+  }
+
+  bool native() const noexcept { return native_ != nullptr; }
+  std::size_t tile() const noexcept { return tile_; }
+
+  // Runs the pass over every element; returns whether a checked member holds NaN or an infinity.
+  bool run() {
+    if (element_count(extents_) == 0) return false;
+    std::atomic<bool> nonfinite{false};
+    std::vector<lane> lanes(std::size_t(std::max(1, cpu::max_threads())));
+    cpu::parallel_chunks(element_count(extents_), tile_, [&](std::size_t thread, std::size_t begin, std::size_t end) {
+      lane local;
+      run_chunk(thread < lanes.size() ? lanes[thread] : local, begin, end, nonfinite);
+    });
+    return nonfinite.load();
+  }
+
+ private:
+  static constexpr std::size_t native_pass_tile = 512;
+  // Tiles, and the threads' shares, start on a multiple of the widest SIMD packet within a row (or
+  // in the row's scalar tail), as in a single-threaded pass: each element is then computed the same
+  // way, packet or scalar, whatever the thread count, so results do not depend on it.
+  static constexpr std::size_t packet_grid = 16;
+
+  // Member k of the program: its kernel with operands read through a pointer table (inputs first,
+  // then members) and its result in a tile buffer or in its storage.
+  struct step {
+    tile_function run = nullptr;
+    std::array<std::size_t, 3> in{};  // pointer-table indices of the operands
+    std::size_t out = 0;              // pointer-table index of the result
+    int buffer = -1;                  // the tile buffer holding the result; -1: its storage
+    bool stream = false;              // stored: copied from the buffer with streaming stores
+    bool check = false;               // stored under check_numerics: scanned per tile
+    dtype type = dtype::f32;
+    char* storage = nullptr;          // stored: the value's elements
+    std::size_t esize = 0;
+  };
+
+  // Per thread, set up once for the pass (threads take several chunks): tile buffers, splats, the
+  // pointer table.
+  struct lane {
+    bool ready = false;
+    std::vector<aligned_buffer<unsigned char>> buffers, splats;
+    std::vector<const void*> ptr;
+    std::vector<void*> out;  // a generated pass's stored tiles
+    std::vector<std::size_t> index;
+  };
+
+  // Strides of each input in the pass's index space (0 along broadcast axes), then axes merged where
+  // every input is contiguous across them.
+  void plan_index_space() {
+    const std::size_t nx = inputs_.size();
+    std::vector<std::vector<std::size_t>> strides;
+    for (const auto& x : inputs_) strides.push_back(broadcast_strides(extents_.size(), x.extents));
+    merged_axes m = symflow::merge_axes(extents_, strides);
+    dims_ = std::move(m.dims);
+    dstrides_ = std::move(m.strides);
+    splat_all_.resize(nx);
+    inner_splat_.resize(nx);
+    flat_base_.resize(nx);
+    flat_step_.resize(nx);
+    for (std::size_t k = 0; k < nx; ++k) {
+      inner_splat_[k] = dstrides_[k].back() == 0;
+      splat_all_[k] = std::all_of(dstrides_[k].begin(), dstrides_[k].end(), [](std::size_t s) { return s == 0; });
+      // One merged axis: an input's tile starts at base + pos * step (bytes; 0 for a splat).
+      flat_base_[k] = static_cast<const char*>(inputs_[k].data);
+      flat_step_[k] = splat_all_[k] ? 0 : dstrides_[k][0] * dtype_size(inputs_[k].type);
+    }
+  }
+
+  void choose_tile(const interpreter_options& options) {
+    std::size_t wanted = options.tile_elements;
+    if (wanted == 0) {  // automatic: small tiles for passes that stream from memory
+      std::size_t bytes = 0;
+      for (const auto& x : inputs_)
+        if (element_count(x.extents) > 1) bytes += element_count(x.extents) * dtype_size(x.type);
+      for (const auto& m : members_)
+        if (m.storage) bytes += element_count(extents_) * dtype_size(m.type);
+      wanted = bytes >= (std::size_t(2) << 20) ? 128 : 512;
+    }
+    tile_ = (std::max(packet_grid, wanted) + packet_grid - 1) / packet_grid * packet_grid;
+  }
+
+  // Tile buffers are assigned like registers: a buffer is reused once the last step reading its
+  // member has run, so the working set is the values live at once (W2, 9 members: 3 buffers), not one
+  // buffer per member. A stored member of at least cpu::streaming_store_bytes is computed into a
+  // buffer and copied out with streaming stores (as compiled run_map writes such outputs: the CPU
+  // does not read the lines first).
+  void build_program(bool checking) {
+    const std::size_t nx = inputs_.size(), nm = members_.size(), total = element_count(extents_);
+    steps_.assign(nm, {});
+    std::vector<std::size_t> last_read(nm);
+    for (std::size_t k = 0; k < nm; ++k) {
+      last_read[k] = k;
+      const auto& in = members_[k].operands;
+      for (std::size_t j = 0; j < in.size() && j < 3; ++j) {
+        steps_[k].in[j] = in[j];
+        if (in[j] >= nx) last_read[in[j] - nx] = k;
+      }
+    }
+    std::vector<int> free_buffers;
+    for (std::size_t k = 0; k < nm; ++k) {
+      step& st = steps_[k];
+      const fused_pass_member& m = members_[k];
+      st.run = m.kernel.run;
+      st.out = nx + k;
+      st.type = m.type;
+      st.check = checking && m.storage;
+      st.esize = dtype_size(m.type);
+      st.storage = static_cast<char*>(m.storage);
+      st.stream = m.storage && fused_pass_detail::can_stream && total * st.esize >= cpu::streaming_store_bytes;
+      if (!m.storage || st.stream) {
+        const auto reuse = std::find_if(free_buffers.begin(), free_buffers.end(),
+                                        [&](int b) { return buffer_esize_[std::size_t(b)] == st.esize; });
+        if (reuse != free_buffers.end()) {
+          st.buffer = *reuse;
+          free_buffers.erase(reuse);
+        } else {
+          st.buffer = int(buffer_esize_.size());
+          buffer_esize_.push_back(st.esize);
+        }
+      }
+      // After step k, buffers whose member nothing later reads are free (k's own included: its
+      // result is copied out, or unread, by then).
+      for (std::size_t r = 0; r <= k; ++r)
+        if (last_read[r] == k && steps_[r].buffer >= 0) free_buffers.push_back(steps_[r].buffer);
+    }
+  }
+
+  // The generated pass, when switched on and the group qualifies: two or more members, every member
+  // and input of one floating-point dtype.
+  pass_function generated_pass(const interpreter_options& options) const {
+    if (!options.native_passes.value_or(fused_pass_detail::native_passes_enabled()) || members_.size() < 2)
+      return nullptr;
+    const dtype type = members_.front().type;
+    if (type != dtype::f32 && type != dtype::f64) return nullptr;
+    for (const auto& m : members_)
+      if (m.type != type) return nullptr;
+    for (const auto& x : inputs_)
+      if (x.type != type) return nullptr;
+    const std::size_t nx = inputs_.size();
+    std::vector<pass_member> generated;
+    std::vector<std::size_t> stored;
+    std::vector<bool> streamed;
+    for (std::size_t k = 0; k < members_.size(); ++k) {
+      const fused_pass_member& m = members_[k];
+      pass_member g{m.op, m.kernel.op_type(), m.kernel.packet, {}};
+      for (auto at : m.operands) g.operands.push_back(at < nx ? pass_operand{false, at} : pass_operand{true, at - nx});
+      generated.push_back(std::move(g));
+      if (m.storage) {
+        stored.push_back(k);
+        streamed.push_back(steps_[k].stream);
+      }
+    }
+    pass_library& library = pass_library::global();
+    const pass_function f = library.get(generate_pass_source(type, nx, generated, stored, streamed), options.compiler);
+    if (!f) fused_pass_detail::warn_native_pass_unavailable(library.last_error());
+    return f;
+  }
+
+  void prepare(lane& ln) const {
+    const std::size_t nx = inputs_.size(), nm = members_.size();
+    ln.ready = true;
+    ln.ptr.assign(nx + nm, nullptr);
+    ln.index.assign(dims_.size(), 0);
+    for (auto esize : buffer_esize_) ln.buffers.emplace_back(tile_ * esize);
+    ln.splats.resize(nx);
+    for (std::size_t k = 0; k < nx; ++k) {
+      const fused_pass_input& x = inputs_[k];
+      if (inner_splat_[k]) ln.splats[k] = aligned_buffer<unsigned char>(tile_ * dtype_size(x.type));
+      if (splat_all_[k]) {
+        fused_pass_detail::fill_splat(ln.splats[k].data(), x.data, x.type, tile_);
+        ln.ptr[k] = ln.splats[k].data();
+      }
+    }
+    for (std::size_t k = 0; k < nm; ++k)
+      if (steps_[k].buffer >= 0) ln.ptr[nx + k] = ln.buffers[std::size_t(steps_[k].buffer)].data();
+  }
+
+  // Points the pointer table's inputs at the tile starting at `pos`; returns the tile's length.
+  std::size_t locate_tile(lane& ln, std::size_t pos, std::size_t end) const {
+    const std::size_t nx = inputs_.size();
+    if (dims_.size() == 1) {
+      for (std::size_t k = 0; k < nx; ++k)
+        if (flat_step_[k]) ln.ptr[k] = flat_base_[k] + pos * flat_step_[k];
+      return std::min(tile_, end - pos);
+    }
+    const std::size_t inner = dims_.back();
+    std::size_t row = pos / inner, col = pos % inner;
+    const std::size_t n = std::min({tile_, inner - col, end - pos});
+    for (std::size_t d = dims_.size() - 1; d-- > 0;) {
+      ln.index[d] = row % dims_[d];
+      row /= dims_[d];
+    }
+    for (std::size_t k = 0; k < nx; ++k) {
+      if (splat_all_[k]) continue;
+      const fused_pass_input& x = inputs_[k];
+      const std::size_t esize = dtype_size(x.type);
+      std::size_t at = col * dstrides_[k].back();
+      for (std::size_t d = 0; d + 1 < dims_.size(); ++d) at += ln.index[d] * dstrides_[k][d];
+      if (inner_splat_[k]) {
+        fused_pass_detail::fill_splat(ln.splats[k].data(), static_cast<const char*>(x.data) + at * esize, x.type, n);
+        ln.ptr[k] = ln.splats[k].data();
+      } else {
+        ln.ptr[k] = static_cast<const char*>(x.data) + at * esize;
+      }
+    }
+    return n;
+  }
+
+  void run_chunk(lane& ln, std::size_t begin, std::size_t end, std::atomic<bool>& nonfinite) const {
+    const std::size_t total = element_count(extents_), inner = dims_.back();
+    const std::size_t packet_end = inner / packet_grid * packet_grid;
+    const auto snap = [&](std::size_t p) {
+      const std::size_t r = p % inner;
+      return r < packet_end ? p - r % packet_grid : p;
+    };
+    begin = snap(begin);
+    end = end == total ? end : snap(end);
+    if (begin >= end) return;
+    if (!ln.ready) prepare(ln);
+    bool streamed = false;
+    const void** const ptr = ln.ptr.data();
+    for (std::size_t pos = begin; pos < end;) {
+      const std::size_t n = locate_tile(ln, pos, end);
+      if (native_) {
+        // Stored members go straight to their storage (streamed ones with streaming stores).
+        ln.out.clear();
+        for (const step& st : steps_)
+          if (st.storage) ln.out.push_back(st.storage + pos * st.esize);
+        native_(ptr, ln.out.data(), n);
+        std::size_t j = 0;
+        for (const step& st : steps_) {
+          if (!st.storage) continue;
+          streamed = streamed || st.stream;
+          if (st.check && !all_finite(st.type, ln.out[j], n)) nonfinite.store(true, std::memory_order_relaxed);
+          ++j;
+        }
+      } else {
+        for (const step& st : steps_) {
+          if (st.buffer < 0) ptr[st.out] = st.storage + pos * st.esize;
+          void* out = const_cast<void*>(ptr[st.out]);
+          const void* args[3] = {ptr[st.in[0]], ptr[st.in[1]], ptr[st.in[2]]};
+          st.run(args, out, n);
+          if (st.stream) {
+            fused_pass_detail::stream_copy(st.storage + pos * st.esize, out, n * st.esize);
+            streamed = true;
+          }
+          if (st.check && !all_finite(st.type, out, n)) nonfinite.store(true, std::memory_order_relaxed);
+        }
+      }
+      pos += n;
+    }
+    if (streamed) cpu::detail::stream_fence();
+  }
+
+  std::vector<fused_pass_input> inputs_;
+  std::vector<fused_pass_member> members_;
+  runtime_extents extents_;
+  std::vector<std::size_t> dims_;                   // merged axes
+  std::vector<std::vector<std::size_t>> dstrides_;  // per input, along the merged axes
+  std::vector<char> splat_all_, inner_splat_;
+  std::vector<const char*> flat_base_;
+  std::vector<std::size_t> flat_step_;
+  std::size_t tile_ = 0;
+  std::vector<step> steps_;
+  std::vector<std::size_t> buffer_esize_;
+  pass_function native_ = nullptr;
+};
+
+}  // namespace symflow

@@ -1,0 +1,366 @@
+#pragma once
+// Differentiating a graph value at run time with the ops' own derivative rules — no second table.
+// Elementwise ops and reductions: the compile-time rule itself (Op::gradient), instantiated once per
+// dtype on placeholders named g, y, x0.., count, simplified, lowered with to_graph into a small graph
+// (a "rule fragment"), and spliced in with the placeholders bound to the node's adjoint, value and
+// operands. Views and kernels, whose compile-time rules need their attributes as template arguments,
+// have the same rule in runtime form next to it in their file (runtime_gradient). Adjoints are summed
+// back over broadcast axes as at compile time (an unknown extent is taken as not broadcast).
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../symbolic/grad.hpp"
+#include "../symbolic/simplify.hpp"
+#include "../ir/to_graph.hpp"
+#include "../ir/validate.hpp"
+#include "builder.hpp"
+#include "plan_cache.hpp"
+#include "../core/separate_compilation.hpp"
+
+namespace symflow {
+
+namespace runtime_detail {
+
+// A derivative rule as a graph: inputs among g, y, x0, x1, x2, count; one output per operand that
+// has an adjoint (operand_output[k], or -1).
+struct rule_fragment {
+  graph body;
+  std::vector<int> operand_output;
+};
+
+template <class Adjoints>
+rule_fragment fragment_of(const Adjoints& adjoints) {
+  rule_fragment f;
+  // Which operands have an adjoint, decided from the types in operand order (function arguments
+  // are evaluated in an unspecified order, so this is not recorded while building `kept`).
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    int next = 0;
+    ((f.operand_output.push_back(is_no_gradient_v<std::tuple_element_t<I, Adjoints>> ? -1 : next++)), ...);
+  }(std::make_index_sequence<std::tuple_size_v<Adjoints>>{});
+  auto kept = std::apply(
+      [&](const auto&... a) {
+        return std::tuple_cat([&](const auto& x) {
+          if constexpr (is_no_gradient_v<std::remove_cvref_t<decltype(x)>>) return std::tuple<>{};
+          else return std::tuple{simplify(x)};
+        }(a)...);
+      },
+      adjoints);
+  if constexpr (std::tuple_size_v<decltype(kept)> > 0) f.body = to_graph(kept);
+  return f;
+}
+
+template <class X0 = void, class X1 = void, class X2 = void>
+auto operand_placeholders() {
+  if constexpr (std::is_void_v<X1>) return std::tuple{placeholder<"x0", X0, shape<dyn>>()};
+  else if constexpr (std::is_void_v<X2>)
+    return std::tuple{placeholder<"x0", X0, shape<dyn>>(), placeholder<"x1", X1, shape<dyn>>()};
+  else
+    return std::tuple{placeholder<"x0", X0, shape<dyn>>(), placeholder<"x1", X1, shape<dyn>>(),
+                      placeholder<"x2", X2, shape<dyn>>()};
+}
+
+template <class Op, class... Ts>
+std::optional<rule_fragment> elementwise_fragment(const std::vector<dtype>& in) {
+  if constexpr (sizeof...(Ts) == arity<Op>) {
+    if constexpr (Op::template accepts<Ts...>) {
+      using Y = typename Op::template result_type<Ts...>;
+      if constexpr (std::is_floating_point_v<Y>) {
+        const auto g = placeholder<"g", Y, shape<dyn>>();
+        const auto y = placeholder<"y", Y, shape<dyn>>();
+        return std::apply([&](const auto&... x) { return fragment_of(Op{}.gradient(g, y, x...)); },
+                          operand_placeholders<Ts...>());
+      }
+    }
+    return std::nullopt;
+  } else {
+    return visit_dtype(in[sizeof...(Ts)], [&](auto t) { return elementwise_fragment<Op, Ts..., decltype(t)>(in); });
+  }
+}
+
+template <class Op>
+std::optional<rule_fragment> elementwise_rule(const node_attributes& a, const std::vector<dtype>& in) {
+  if (in.size() != arity<Op>) return std::nullopt;
+  if constexpr (requires { Op::with_runtime_instance(a, [](auto) {}); })
+    return Op::with_runtime_instance(a, [&](auto op) { return elementwise_fragment<decltype(op)>(in); });
+  else
+    return elementwise_fragment<Op>(in);
+}
+
+// Reductions' rules take the adjoint and the value with the reduced axes kept (extent 1), the
+// operand, the count of elements each result combines, and a reducer over the node's axes. On the
+// rank-1 stand-ins that reducer reduces axis 0; splice() gives such reductions the node's axes.
+template <class Op>
+std::optional<rule_fragment> reduction_rule(const node_attributes&, const std::vector<dtype>& in) {
+  return visit_dtype(in.at(0), [&](auto t) -> std::optional<rule_fragment> {
+    using T = decltype(t);
+    if constexpr (std::is_floating_point_v<T>) {
+      return fragment_of(Op::gradient(placeholder<"g", T, shape<dyn>>(), placeholder<"y", T, shape<dyn>>(),
+                                      placeholder<"x0", T, shape<dyn>>(), placeholder<"count", T, shape<>>(),
+                                      over_reduced_axes<1u>{}));
+    } else {
+      return std::nullopt;
+    }
+  });
+}
+
+using rule_fragment_fn = std::optional<rule_fragment> (*)(const node_attributes&, const std::vector<dtype>&);
+using runtime_rule_fn = std::vector<std::optional<graph_handle>> (*)(graph_builder&, const node_attributes&,
+                                                                      const graph_handle&, const graph_handle&,
+                                                                      const std::vector<graph_handle>&);
+struct derivative_rule {
+  std::string_view name;
+  node_kind kind;
+  rule_fragment_fn fragment = nullptr;  // elementwise ops and reductions
+  runtime_rule_fn runtime = nullptr;    // views and kernels
+};
+
+template <class Entry>
+derivative_rule derivative_rule_of() {
+  using Op = typename Entry::type;
+  derivative_rule r{Op::name, Entry::kind};
+  if constexpr (Entry::kind == node_kind::elementwise) r.fragment = &elementwise_rule<Op>;
+  else if constexpr (Entry::kind == node_kind::reduction) r.fragment = &reduction_rule<Op>;
+  else r.runtime = &Op::template runtime_gradient<graph_builder, node_attributes, graph_handle>;
+  return r;
+}
+
+// Every op's derivative rule (instantiates each op's runtime gradient: see core/separate_compilation.hpp).
+#if SYMFLOW_LIBRARY_DECLARED_ONLY
+const derivative_rule* find_derivative_rule(std::string_view name);
+#else
+SYMFLOW_LIBRARY_LINKAGE const derivative_rule* find_derivative_rule(std::string_view name) {
+  static const std::vector<derivative_rule> all = [] {
+    std::vector<derivative_rule> v;
+    std::apply([&](auto... e) { (v.push_back(derivative_rule_of<decltype(e)>()), ...); }, registered_ops{});
+    return v;
+  }();
+  for (const auto& r : all)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+#endif
+
+// Fragments depend only on the op, its attributes and the operand dtypes: built once each.
+inline const std::optional<rule_fragment>& cached_fragment(const derivative_rule& rule, const graph_node& n,
+                                                           const std::vector<dtype>& in) {
+  // Graphs may be differentiated on several threads at once: the cache is shared, so it is locked.
+  // Entries are never erased, so a reference into the map stays valid after the lock is released.
+  static std::mutex mutex;
+  static std::map<std::string, std::optional<rule_fragment>> cache;
+  std::string key = n.op;
+  for (auto d : in) key += "," + std::string(dtype_name(d));
+  for (const auto& a : n.attributes)
+    if (a.key == "to") key += ",to=" + std::get<std::string>(a.value);
+  std::lock_guard lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, rule.fragment(node_attributes(n), in)).first;
+  return it->second;
+}
+
+// Adds a fragment's nodes to the builder with its placeholders bound by `bind(name)`. In a reduction's
+// fragment every `axes` attribute belongs to a reduction over the stand-in's one axis (the rule's
+// `over`): it becomes the node's `reduced_axes`.
+template <class Bind>
+std::vector<std::optional<graph_handle>> splice(graph_builder& b, const rule_fragment& f, Bind&& bind,
+                                                const std::vector<std::int64_t>* reduced_axes = nullptr) {
+  const graph& body = f.body;
+  std::vector<graph_handle> value;
+  for (const auto& in : body.inputs) value.push_back(bind(in.name));
+  for (const auto& c : body.constants) value.push_back(b.constant(c.data));
+  for (const auto& n : body.nodes) {
+    if (n.is_literal()) {
+      const attribute_value* v = n.attribute("value");
+      const attribute_value* s = n.attribute("static");
+      double x = 0;
+      if (std::holds_alternative<double>(*v)) x = std::get<double>(*v);
+      else if (std::holds_alternative<std::int64_t>(*v)) x = double(std::get<std::int64_t>(*v));
+      else if (std::holds_alternative<bool>(*v)) x = std::get<bool>(*v);
+      value.push_back(b.literal(x, n.type.type, s && std::get<bool>(*s)));
+      continue;
+    }
+    std::vector<graph_handle> ins;
+    for (auto i : n.inputs) ins.push_back(value.at(i));
+    std::vector<graph_attribute> attributes = n.attributes;
+    if (reduced_axes)
+      for (auto& a : attributes)
+        if (a.key == "axes") a.value = *reduced_axes;
+    value.push_back(b.apply(n.op, ins, attributes));
+  }
+  std::vector<std::optional<graph_handle>> out;
+  for (int k : f.operand_output)
+    out.push_back(k < 0 ? std::nullopt : std::optional<graph_handle>(value.at(body.outputs.at(std::size_t(k)))));
+  return out;
+}
+
+// The adjoint summed over the axes along which `target` was broadcast, then stretched to its shape.
+inline graph_handle fit_adjoint(graph_builder& b, graph_handle c, const graph_handle& target) {
+  // A copy: a handle's shape lives in the builder's node storage, which the applies below may move.
+  const std::vector<std::int64_t> t = target.shape();
+  if (c.rank() > t.size()) {
+    std::vector<std::int64_t> lead(c.rank() - t.size());
+    for (std::size_t i = 0; i < lead.size(); ++i) lead[i] = std::int64_t(i);
+    c = b.apply(ops::sum_op::name, {c}, {{"axes", lead}, {"keepdims", false}});
+  }
+  std::vector<std::int64_t> ones;
+  for (std::size_t i = 0; i < c.rank(); ++i)
+    if (t[t.size() - c.rank() + i] == 1 && c.shape()[i] != 1) ones.push_back(std::int64_t(i));
+  if (!ones.empty()) c = b.apply(ops::sum_op::name, {c}, {{"axes", ones}, {"keepdims", true}});
+  if (c.shape() != t) c = b.apply(ops::expand_as_op::name, {c, target});
+  return c;
+}
+
+// differentiate() without the cache; g is valid.
+inline graph differentiate_uncached(const graph& g, const std::vector<std::string>& wrt) {
+  if (g.outputs.empty()) throw graph_error("differentiate: the graph has no outputs");
+  graph_builder b(g);
+  const std::uint32_t loss = g.outputs[0];
+  const graph_type loss_type = b.type_of(loss);
+  if (!loss_type.shape.empty() || (loss_type.type != dtype::f32 && loss_type.type != dtype::f64))
+    throw graph_error("differentiate: the first output must be a floating scalar, not " + graph_type_string(loss_type));
+
+  std::vector<std::uint32_t> targets;
+  for (const auto& name : wrt) {
+    std::optional<std::uint32_t> found;
+    for (std::uint32_t id = 0; id < b.size() && !b.is_node(id); ++id)
+      if (const graph_leaf* l = b.leaf(id); l && l->name == name) found = id;
+    if (!found) throw graph_error("differentiate: no input or parameter named '" + name + "'");
+    const dtype t = b.type_of(*found).type;
+    if (t != dtype::f32 && t != dtype::f64)
+      throw graph_error("differentiate: '" + name + "' is " + std::string(dtype_name(t)) + ", not a floating dtype");
+    targets.push_back(*found);
+  }
+
+  // Only values on a path from a target to the loss get adjoints.
+  const std::size_t original = b.size();
+  std::vector<bool> needed(original, false);
+  for (auto t : targets) needed[t] = true;
+  for (std::uint32_t id = 0; id < original; ++id)
+    if (b.is_node(id))
+      for (auto i : b.node(id).inputs) needed[id] = needed[id] || needed[i];
+
+  auto scope = b.scope("grad");
+  std::vector<std::optional<graph_handle>> adjoint(original);
+  adjoint[loss] = b.literal(1.0, loss_type.type, true);
+  for (std::uint32_t id = loss + 1; id-- > 0;) {
+    if (!adjoint[id] || !needed[id] || !b.is_node(id)) continue;
+    const graph_node n = b.node(id);  // a copy: adding nodes may move the builder's storage
+    if (n.is_literal()) continue;
+    const derivative_rule* rule = find_derivative_rule(n.op);
+    if (!rule) throw graph_error("differentiate: no derivative rule for op '" + n.op + "' (node '" + n.name + "')");
+    std::vector<graph_handle> x;
+    std::vector<dtype> types;
+    for (auto i : n.inputs) {
+      x.push_back(b.handle(i));
+      types.push_back(b.type_of(i).type);
+    }
+    const graph_handle y = b.handle(id), gy = *adjoint[id];
+    const node_attributes attrs(n);
+    std::vector<std::optional<graph_handle>> contributions;
+    if (rule->runtime) {
+      contributions = rule->runtime(b, attrs, gy, y, x);
+    } else {
+      const auto& fragment = cached_fragment(*rule, n, types);
+      if (!fragment) continue;  // no floating result: nothing flows back
+      graph_handle g_in = gy, y_in = y;
+      std::optional<graph_handle> count;
+      const bool reduction = rule->kind == node_kind::reduction;
+      const std::vector<std::int64_t> reduced_axes = reduction ? attrs.integers("axes") : std::vector<std::int64_t>{};
+      if (reduction && !attrs.boolean("keepdims")) {
+        const std::vector<graph_attribute> axes{{"axes", reduced_axes}};
+        g_in = b.apply(ops::expand_dims_op<1u>::name, {gy}, axes);
+        y_in = b.apply(ops::expand_dims_op<1u>::name, {y}, axes);
+      }
+      contributions = splice(b, *fragment, [&](const std::string& name) -> graph_handle {
+        if (name == "g") return g_in;
+        if (name == "y") return y_in;
+        if (name == "count") {
+          if (!count)
+            count = b.apply(ops::reduced_count_op<1u, float>::name, {x[0]},
+                            {{"axes", reduced_axes}, {"to", std::string(dtype_name(types[0]))}});
+          return *count;
+        }
+        if (name.size() == 2 && name[0] == 'x') return x.at(std::size_t(name[1] - '0'));
+        throw graph_error("differentiate: a rule fragment reads an unknown placeholder '" + name + "'");
+      }, reduction ? &reduced_axes : nullptr);
+    }
+    for (std::size_t k = 0; k < n.inputs.size() && k < contributions.size(); ++k) {
+      const std::uint32_t in = n.inputs[k];
+      if (!contributions[k] || !needed[in]) continue;
+      const graph_handle c = fit_adjoint(b, *contributions[k], x[k]);
+      adjoint[in] = adjoint[in] ? b.apply(ops::add_op::name, {*adjoint[in], c}) : c;
+    }
+  }
+
+  std::vector<graph_handle> outputs;
+  for (auto o : g.outputs) outputs.push_back(b.handle(o));
+  for (auto t : targets) {
+    if (adjoint[t]) outputs.push_back(*adjoint[t]);
+    else outputs.push_back(b.apply(ops::expand_as_op::name, {b.literal(0.0, b.type_of(t).type, true), b.handle(t)}));
+  }
+  return b.build(outputs);
+}
+
+// The gradient graph's leaves are g's, in g's order, then the rule fragments' constants: so a cached
+// gradient becomes g's by taking g's leaves (their data) in place of the cached ones.
+inline bool gradient_leaves_are_sources(const graph& g, const graph& dg) {
+  if (dg.inputs.size() != g.inputs.size() || dg.parameters.size() != g.parameters.size() ||
+      dg.constants.size() < g.constants.size())
+    return false;
+  for (std::size_t i = 0; i < g.inputs.size(); ++i)
+    if (!plan_cache_detail::same_leaf(g.inputs[i], dg.inputs[i])) return false;
+  for (std::size_t i = 0; i < g.parameters.size(); ++i)
+    if (!plan_cache_detail::same_leaf(g.parameters[i], dg.parameters[i])) return false;
+  for (std::size_t i = 0; i < g.constants.size(); ++i)
+    if (g.constants[i].name != dg.constants[i].name || g.constants[i].type != dg.constants[i].type) return false;
+  return true;
+}
+
+}  // namespace runtime_detail
+
+// Gradient graphs by source structure and wrt list (plan_cache.hpp): the structure decides the
+// gradient graph entirely, the source's data is copied in on a hit.
+struct cached_gradient {
+  graph_structure source;
+  std::vector<std::string> wrt;
+  graph gradient;  // without the source's data (strip_graph_data)
+};
+inline graph_lru_cache<cached_gradient>& gradient_cache() {
+  static graph_lru_cache<cached_gradient>* cache = new graph_lru_cache<cached_gradient>(64);  // never destroyed
+  return *cache;
+}
+
+// A graph whose outputs are g's outputs followed by the gradient of g's first output (a floating
+// scalar) with respect to each named input or parameter, each shaped like it. Differentiating a
+// graph of the same structure again (a loop that rebuilds its graph) takes the result from
+// gradient_cache() and copies g's data into it.
+inline graph differentiate(const graph& g, const std::vector<std::string>& wrt) {
+  using namespace runtime_detail;
+  validate(g, "differentiate");  // the data too, which the cache's key leaves out
+  const std::uint64_t structure = graph_structure_hash(g);
+  plan_cache_detail::hasher h;
+  h.add(structure);
+  for (const auto& w : wrt) h.add(w);
+  const std::uint64_t key = h.value();
+  if (auto hit = gradient_cache().find(key, [&](const cached_gradient& e) {
+        return e.wrt == wrt && e.source.matches(g, structure);
+      })) {
+    graph dg = hit->gradient;
+    dg.inputs = g.inputs;
+    dg.parameters = g.parameters;
+    for (std::size_t i = 0; i < g.constants.size(); ++i) dg.constants[i] = g.constants[i];
+    return dg;
+  }
+  graph dg = differentiate_uncached(g, wrt);
+  if (gradient_leaves_are_sources(g, dg)) {
+    graph kept = strip_graph_data(dg);
+    for (std::size_t i = g.constants.size(); i < dg.constants.size(); ++i) kept.constants[i] = dg.constants[i];  // the rules'
+    gradient_cache().insert(key, std::make_shared<const cached_gradient>(cached_gradient{graph_structure(g), wrt, std::move(kept)}));
+  }
+  return dg;
+}
+
+}  // namespace symflow

@@ -1,0 +1,107 @@
+#pragma once
+// Evaluates a graph value on the CPU. Per run: every node's extents are inferred from the feeds
+// (by the ops' runtime forms) and checked against the graph's types; elementwise nodes of equal
+// extents are fused into groups, each run as one pass over memory in cache-sized tiles (one SIMD loop
+// per op over a tile held in L1, so a chain of N ops reads its operands and writes its results once);
+// reductions, views and kernels (Eigen GEMM for matmul) run between the groups. Only what the outputs
+// need is computed, and intermediates are freed after their last use.
+//
+// This is the header to include. A run's scratch (leaves, plan, uses, storage, reports) is
+// run_state.hpp; the steps that compute its values are run_steps.hpp.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../core/params.hpp"
+#include "../ir/graph.hpp"
+#include "../ir/validate.hpp"
+#include "../eval/nonfinite_report.hpp"
+#include "trace.hpp"
+#include "buffer_pool.hpp"
+#include "feeds.hpp"
+#include "op_table.hpp"
+#include "plan_cache.hpp"
+#include "run_options.hpp"
+#include "run_state.hpp"
+#include "run_steps.hpp"
+#include "../ir/value.hpp"
+
+namespace symflow {
+
+class interpreter {
+ public:
+  explicit interpreter(graph g, interpreter_options options = {}) : graph_(std::move(g)), options_(options) {
+    validate(graph_, "interpreter");
+    for (const auto& n : graph_.nodes)
+      if (!n.is_literal() && !find_runtime_op(n.op))
+        throw graph_error("interpreter: node '" + n.name + "': no runtime form for op '" + n.op + "'");
+    structure_ = std::make_shared<const graph_structure>(graph_);
+  }
+
+  const graph& source() const noexcept { return graph_; }
+  // The structure its plans are cached under (plan_cache.hpp).
+  const std::shared_ptr<const graph_structure>& structure() const noexcept { return structure_; }
+  const interpreter_stats& last_stats() const noexcept { return stats_; }
+  // What the last run recorded under options.trace, in evaluation order.
+  const value_trace& last_trace() const noexcept { return trace_; }
+  // Per-unit timings of the last run under options.profile.
+  const interpreter_profile& last_profile() const noexcept { return profile_; }
+
+  // The graph's outputs for these feeds (by input name). Parameters come from `store` when it holds
+  // them, else from the values embedded in the graph.
+  std::vector<runtime_tensor> run(const runtime_feeds& feeds, const params* store = nullptr) const {
+    std::vector<runtime_tensor> outputs;
+    run_into(outputs, feeds, store);
+    return outputs;
+  }
+
+  // As run, writing into `outputs` and reusing each tensor's storage when its dtype and extents are
+  // already right (first touching fresh memory costs about as much as a memory-bound pass; a loop
+  // that runs a graph repeatedly should keep its outputs).
+  void run_into(std::vector<runtime_tensor>& outputs, const runtime_feeds& feeds, const params* store = nullptr) const {
+    outputs.resize(graph_.outputs.size());
+    runtime_detail::run_state s(context(), feeds, store);
+    s.bind_leaves(feeds, store);
+    finish_run(s, outputs);
+  }
+
+  // As run_into, with every input and parameter bound where its value lies (graph leaf order:
+  // inputs, then parameters): nothing is copied in.
+  void run_bound(std::vector<runtime_tensor>& outputs, const std::vector<bound_leaf>& leaves) const {
+    if (leaves.size() != graph_.inputs.size() + graph_.parameters.size())
+      throw value_error("interpreter: " + std::to_string(leaves.size()) + " bound leaves for a graph with " +
+                        std::to_string(graph_.inputs.size() + graph_.parameters.size()) + " inputs and parameters");
+    outputs.resize(graph_.outputs.size());
+    static const runtime_feeds no_feeds;
+    runtime_detail::run_state s(context(), no_feeds, nullptr);
+    s.bound = &leaves;
+    s.bind_bound(leaves);
+    finish_run(s, outputs);
+  }
+
+ private:
+  runtime_detail::run_context context() const { return {graph_, options_, structure_, *pool_}; }
+  void finish_run(runtime_detail::run_state& s, std::vector<runtime_tensor>& outputs) const {
+    runtime_detail::compute_outputs(s, outputs);
+    stats_ = s.stats;
+    trace_ = std::move(s.trace);
+    profile_ = std::move(s.profile);
+    s.take_outputs(outputs);
+  }
+
+  graph graph_;
+  interpreter_options options_;
+  std::shared_ptr<const graph_structure> structure_;  // plan_cache.hpp's key
+  // Intermediates' storage, kept between runs (buffer_pool.hpp); shared by copies of the interpreter.
+  std::shared_ptr<runtime_detail::buffer_pool> pool_ = std::make_shared<runtime_detail::buffer_pool>();
+  mutable interpreter_stats stats_;
+  mutable value_trace trace_;
+  mutable interpreter_profile profile_;
+};
+
+// Evaluates a graph once: interpreter(g).run(feeds, store).
+inline std::vector<runtime_tensor> run_graph(const graph& g, const runtime_feeds& feeds, const params* store = nullptr) {
+  return interpreter(g).run(feeds, store);
+}
+
+}  // namespace symflow

@@ -1,0 +1,311 @@
+#pragma once
+// The interpreter's table of ops, built from `registered_ops` (ir/op_registry.hpp): for each op,
+// what its own file provides — elementwise ops: the dtype rule, scalar function and SIMD packet
+// function, instantiated for the operand dtypes a node has; reductions: identity, combine and finish;
+// views and kernels: their runtime forms (a layout rule, or a shape rule and a CPU implementation).
+// Nothing here knows an op by name.
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "../eval/cpu/evaluators.hpp"
+#include "../ir/graph.hpp"
+#include "../ir/op_registry.hpp"
+#include "../core/separate_compilation.hpp"
+#include "type_spelling.hpp"
+#include "../ir/value.hpp"
+
+namespace symflow {
+
+// A node's attributes as the ops' runtime forms read them; a missing or mistyped attribute names
+// the node (the validator has normally refused such a graph already).
+class node_attributes {
+ public:
+  explicit node_attributes(const graph_node& node) : node_(&node) {}
+  std::int64_t integer(std::string_view key) const { return get<std::int64_t>(key, "an integer"); }
+  std::vector<std::int64_t> integers(std::string_view key) const {
+    return get<std::vector<std::int64_t>>(key, "a list of integers");
+  }
+  bool boolean(std::string_view key) const { return get<bool>(key, "a boolean"); }
+  double number(std::string_view key) const {
+    const attribute_value* v = node_->attribute(key);
+    if (v && std::holds_alternative<std::int64_t>(*v)) return double(std::get<std::int64_t>(*v));
+    return get<double>(key, "a number");
+  }
+  dtype dtype_of(std::string_view key) const {
+    const auto name = get<std::string>(key, "a dtype name");
+    if (auto d = dtype_from_name(name)) return *d;
+    throw graph_error("node '" + node_->name + "': attribute '" + std::string(key) + "' names no dtype: " + name);
+  }
+  bool has(std::string_view key) const { return node_->attribute(key) != nullptr; }
+
+ private:
+  template <class V>
+  const V& get(std::string_view key, const char* kind) const {
+    const attribute_value* v = node_->attribute(key);
+    if (!v || !std::holds_alternative<V>(*v))
+      throw graph_error("node '" + node_->name + "' (" + node_->op + "): attribute '" + std::string(key) +
+                        "' is missing or not " + kind);
+    return std::get<V>(*v);
+  }
+  const graph_node* node_;
+};
+
+// One elementwise op over n elements: in[k] points at operand k's n values, out at the result's.
+using tile_function = void (*)(const void* const* in, void* out, std::size_t n);
+
+struct elementwise_kernel {
+  dtype result;
+  tile_function run;
+  // What a generated pass needs to call the same function (runtime/pass_codegen.hpp): the op's
+  // C++ type with its attributes applied, and whether run uses its SIMD packet function over the
+  // whole packets of a tile (else its scalar function everywhere).
+  std::string (*op_type)() = nullptr;
+  bool packet = false;
+};
+
+namespace runtime_detail {
+
+template <class Op, class R, class... In>
+inline constexpr bool tile_uses_packets =
+    (std::is_same_v<In, R> && ...) && std::is_floating_point_v<R> && cpu::detail::has_packet<Op, R, sizeof...(In)>;
+
+template <class Op, class R, class... In>
+void tile_kernel(const void* const* in, void* out, std::size_t n) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    R* o = static_cast<R*>(out);
+    const std::tuple<const In*...> p{static_cast<const In*>(in[I])...};
+    std::size_t i = 0;
+    if constexpr (tile_uses_packets<Op, R, In...>) {
+      using P = simd::packet_t<R>;
+      constexpr std::size_t width = simd::packet_size<R>;
+      for (; i + width <= n; i += width)
+        simd::pm::pstoreu(o + i, Op::packet(simd::pm::ploadu<P>(std::get<I>(p) + i)...));
+    }
+    for (; i < n; ++i) o[i] = static_cast<R>(Op::apply(std::get<I>(p)[i]...));
+  }(std::index_sequence_for<In...>{});
+}
+
+template <class Op, std::size_t N>
+consteval bool takes() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return requires { Op::apply(((void)I, 1.0f)...); };
+  }(std::make_index_sequence<N>{});
+}
+template <class Op>
+inline constexpr std::size_t arity = takes<Op, 1>() ? 1 : takes<Op, 2>() ? 2 : 3;
+
+// The kernel for operand dtypes in[0..arity), if the op's dtype rule accepts them.
+template <class Op, class... Ts>
+std::optional<elementwise_kernel> pick_kernel(const std::vector<dtype>& in) {
+  if constexpr (sizeof...(Ts) == arity<Op>) {
+    if constexpr (Op::template accepts<Ts...>) {
+      using R = typename Op::template result_type<Ts...>;
+      return elementwise_kernel{dtype_v<R>, &tile_kernel<Op, R, Ts...>, &type_spelling<Op>,
+                                tile_uses_packets<Op, R, Ts...>};
+    } else {
+      return std::nullopt;
+    }
+  } else {
+    return visit_dtype(in[sizeof...(Ts)], [&](auto t) { return pick_kernel<Op, Ts..., decltype(t)>(in); });
+  }
+}
+
+template <class Op>
+std::optional<elementwise_kernel> elementwise_kernel_for(const node_attributes& a, const std::vector<dtype>& in) {
+  if (in.size() != arity<Op>) return std::nullopt;
+  if constexpr (requires { Op::with_runtime_instance(a, [](auto) {}); })
+    return Op::with_runtime_instance(a, [&](auto op) { return pick_kernel<decltype(op)>(in); });
+  else
+    return pick_kernel<Op>(in);
+}
+
+// Reduces `in` (contiguous, extents `ext`) over the axes marked in `reduced` into `out` (the kept
+// axes in order). Floating sums accumulate in double (reductions whose order matters).
+template <class Op, class T>
+void reduce_typed(const T* in, const runtime_extents& ext, const std::vector<bool>& reduced, T* out) {
+  using Acc = std::conditional_t<std::is_floating_point_v<T> && !order_independent_v<Op>, double, T>;
+  const std::size_t rank = ext.size();
+  std::size_t out_count = 1, count = 1;
+  std::vector<std::size_t> out_strides(rank, 0);  // 0 along reduced axes
+  for (std::size_t i = rank; i-- > 0;) {
+    if (reduced[i]) {
+      count *= ext[i];
+    } else {
+      out_strides[i] = out_count;
+      out_count *= ext[i];
+    }
+  }
+  std::vector<Acc> acc(out_count, Op::template identity<Acc>());
+  const std::size_t total = element_count(ext);
+  if (total) {
+    const std::size_t inner = rank ? ext[rank - 1] : 1;
+    const bool inner_reduced = rank && reduced[rank - 1];
+    std::vector<std::size_t> index(rank, 0);
+    for (std::size_t base = 0; base < total; base += inner) {
+      std::size_t o = 0;
+      for (std::size_t i = 0; i + 1 < rank; ++i) o += index[i] * out_strides[i];
+      if (inner_reduced) {
+        Acc a = acc[o];
+        for (std::size_t j = 0; j < inner; ++j) a = Op::combine(a, Acc(in[base + j]));
+        acc[o] = a;
+      } else {
+        for (std::size_t j = 0; j < inner; ++j) acc[o + j] = Op::combine(acc[o + j], Acc(in[base + j]));
+      }
+      for (std::size_t i = rank ? rank - 1 : 0; i-- > 0;) {
+        if (++index[i] < ext[i]) break;
+        index[i] = 0;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < out_count; ++i) out[i] = static_cast<T>(Op::finish(acc[i], count));
+}
+
+template <class Op>
+void reduce_runtime(const runtime_array& in, const std::vector<bool>& reduced, const runtime_array& out) {
+  visit_dtype(in.type, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, bool>)
+      throw value_error(std::string(Op::name) + ": bool operands cannot be reduced");
+    else
+      reduce_typed<Op, T>(static_cast<const T*>(in.data), in.extents, reduced, out.as<T>());
+  });
+}
+}  // namespace runtime_detail
+
+// What the interpreter and the builder call for one op.
+struct runtime_op {
+  std::string_view name;
+  node_kind kind;
+  std::optional<elementwise_kernel> (*elementwise)(const node_attributes&, const std::vector<dtype>&) = nullptr;
+  void (*reduce)(const runtime_array& in, const std::vector<bool>& reduced, const runtime_array& out) = nullptr;
+  runtime_layout (*view)(const node_attributes&, const runtime_layout&, const std::string& who) = nullptr;
+  runtime_extents (*kernel_extents)(const node_attributes&, const std::vector<runtime_extents>&,
+                                    const std::string& who) = nullptr;
+  void (*kernel_run)(const node_attributes&, const runtime_array&, const std::vector<runtime_array>&) = nullptr;
+};
+
+namespace runtime_detail {
+template <class Entry>
+runtime_op runtime_op_of() {
+  using Op = typename Entry::type;
+  runtime_op r{Op::name, Entry::kind};
+  if constexpr (Entry::kind == node_kind::elementwise) {
+    r.elementwise = &elementwise_kernel_for<Op>;
+  } else if constexpr (Entry::kind == node_kind::reduction) {
+    r.reduce = &reduce_runtime<Op>;
+  } else if constexpr (Entry::kind == node_kind::view) {
+    r.view = [](const node_attributes& a, const runtime_layout& in, const std::string& who) {
+      return Op::runtime_view(a, in, who);
+    };
+  } else {
+    r.kernel_extents = [](const node_attributes& a, const std::vector<runtime_extents>& in, const std::string& who) {
+      return Op::runtime_extents_of(a, in, who);
+    };
+    r.kernel_run = [](const node_attributes& a, const runtime_array& out, const std::vector<runtime_array>& in) {
+      Op::run_runtime(a, out, in);
+    };
+  }
+  return r;
+}
+}  // namespace runtime_detail
+
+// The runtime form of the op named `name`, or nullptr. Building this table instantiates every
+// op's kernels for every dtype: see core/separate_compilation.hpp for compiling it once per program.
+#if SYMFLOW_LIBRARY_DECLARED_ONLY
+const runtime_op* find_runtime_op(std::string_view name);
+#else
+SYMFLOW_LIBRARY_LINKAGE const runtime_op* find_runtime_op(std::string_view name) {
+  static const std::vector<runtime_op> all = [] {
+    std::vector<runtime_op> v;
+    std::apply([&](auto... entry) { (v.push_back(runtime_detail::runtime_op_of<decltype(entry)>()), ...); },
+               registered_ops{});
+    std::sort(v.begin(), v.end(), [](const runtime_op& a, const runtime_op& b) { return a.name < b.name; });
+    return v;
+  }();
+  auto it = std::lower_bound(all.begin(), all.end(), name, [](const runtime_op& o, std::string_view n) { return o.name < n; });
+  return it != all.end() && it->name == name ? &*it : nullptr;
+}
+#endif
+
+// A kernel's result dtype: the dtype its `to` attribute names, else its first operand's.
+inline dtype kernel_result_dtype(const node_attributes& a, const std::vector<dtype>& in) {
+  if (a.has("to")) return a.dtype_of("to");
+  return in.empty() ? dtype::f32 : in[0];
+}
+
+// Elementwise operands broadcast NumPy-style: extents aligned from the right, 1 stretches.
+inline runtime_extents broadcast_extents(const std::string& who, const std::vector<runtime_extents>& in) {
+  std::size_t rank = 0;
+  for (const auto& e : in) rank = std::max(rank, e.size());
+  runtime_extents out(rank, 1);
+  for (const auto& e : in) {
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      std::size_t& o = out[rank - e.size() + i];
+      const std::size_t x = e[i];
+      if (x == o || x == 1) continue;
+      if (o == 1) {
+        o = x;
+        continue;
+      }
+      std::string shapes;
+      for (const auto& f : in) shapes += (shapes.empty() ? "" : " and ") + format_extents(f);
+      throw shape_error(who + ": cannot broadcast " + shapes);
+    }
+  }
+  return out;
+}
+
+inline std::vector<bool> reduced_axes_mask(const std::string& who, const node_attributes& a, std::size_t rank) {
+  std::vector<bool> mask(rank, false);
+  for (auto ax : a.integers("axes")) mask[runtime_axis(who, ax, rank)] = true;
+  return mask;
+}
+
+struct inferred_type {
+  dtype type;
+  runtime_extents extents;
+  std::optional<elementwise_kernel> kernel;  // elementwise nodes
+};
+
+// A node's dtype and extents from its operands' (all extents known), by the op's own rules.
+inline inferred_type infer_node_type(const runtime_op& op, const node_attributes& attrs, const std::vector<dtype>& in_types,
+                                     const std::vector<runtime_extents>& in_extents, const std::string& who) {
+  inferred_type r{dtype::f32, {}, std::nullopt};
+  switch (op.kind) {
+    case node_kind::elementwise: {
+      r.kernel = op.elementwise(attrs, in_types);
+      if (!r.kernel) {
+        std::string list;
+        for (auto d : in_types) list += (list.empty() ? "" : ", ") + std::string(dtype_name(d));
+        throw value_error(who + ": operands of dtypes (" + list + ") are not accepted");
+      }
+      r.type = r.kernel->result;
+      r.extents = broadcast_extents(who, in_extents);
+      break;
+    }
+    case node_kind::reduction: {
+      r.type = in_types.at(0);
+      const auto mask = reduced_axes_mask(who, attrs, in_extents.at(0).size());
+      const bool keep = attrs.boolean("keepdims");
+      for (std::size_t i = 0; i < mask.size(); ++i)
+        if (!mask[i]) r.extents.push_back(in_extents[0][i]);
+        else if (keep) r.extents.push_back(1);
+      break;
+    }
+    case node_kind::view:
+      r.type = in_types.at(0);
+      r.extents = op.view(attrs, runtime_layout::contiguous(in_extents.at(0)), who).extents;
+      break;
+    default:
+      r.type = kernel_result_dtype(attrs, in_types);
+      r.extents = op.kernel_extents(attrs, in_extents, who);
+  }
+  return r;
+}
+
+}  // namespace symflow

@@ -1,0 +1,226 @@
+#pragma once
+// The steps of an interpreter run (interpreter.hpp) over its scratch (run_state.hpp): which unit runs
+// next (depth first from the outputs, so only what they need is computed), how one node or one fused
+// group runs, and where a NaN or infinity first appeared when numerics are checked.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "../eval/numerics.hpp"
+#include "fused_pass.hpp"
+#include "op_table.hpp"
+#include "run_state.hpp"
+#include "strided_copy.hpp"
+
+namespace symflow {
+
+namespace runtime_detail {
+
+// A fused pass produced NaN or infinities: which node did (below).
+[[noreturn]] inline void localise(const run_state& s);
+
+// The values a group reads from outside it, each once.
+inline std::vector<std::uint32_t> group_externals(const run_state& s, int gi) {
+  std::vector<std::uint32_t> externals;
+  for (auto m : s.groups[gi].members)
+    for (auto i : s.node(m).inputs)
+      if (s.group_of[i] != gi && std::find(externals.begin(), externals.end(), i) == externals.end())
+        externals.push_back(i);
+  return externals;
+}
+
+// --- Numerics.
+
+inline numerics_error nonfinite_error(const run_state& s, std::uint32_t id) {
+  const auto& n = s.node(id);
+  const slot& v = s.values[id];
+  std::vector<numerics_error::operand> operands;
+  for (auto i : n.inputs) {
+    const slot& x = s.values[i];
+    std::string d = s.is_node(i) ? s.node(i).op + " '" + s.node(i).name + "'" : "value " + std::to_string(i);
+    if (!s.is_node(i)) d = s.g.describe_value(i);
+    operands.push_back({d + " " + std::string(dtype_name(x.type)) + format_extents(x.extents),
+                        health_of(x.type, x.data, element_count(x.extents))});
+  }
+  return numerics_error(n.op, n.name, n.where.line ? n.where.file + ":" + std::to_string(n.where.line) : "", v.type,
+                        v.extents, health_of(v.type, v.data, element_count(v.extents)), std::move(operands));
+}
+
+// A value with NaN or infinities: in a fused run, re-run node by node to find the node that
+// produced it first; node by node, that is this one.
+inline void check_finite(const run_state& s, std::uint32_t id) {
+  const slot& v = s.values[id];
+  if (all_finite(v.type, v.data, element_count(v.extents))) return;
+  if (s.options.fuse) localise(s);
+  throw nonfinite_error(s, id);
+}
+
+// --- Units: a node outside any group, or a fused group.
+
+inline void run_node(run_state& s, std::uint32_t id) {
+  const auto& n = s.node(id);
+  const node_attributes attrs(n);
+  if (n.is_literal()) {
+    slot& v = s.fresh(id);
+    const attribute_value* a = n.attribute("value");
+    visit_dtype(v.type, [&](auto t) {
+      using T = decltype(t);
+      T x{};
+      if (a && std::holds_alternative<bool>(*a)) x = T(std::get<bool>(*a));
+      else if (a && std::holds_alternative<std::int64_t>(*a)) x = T(std::get<std::int64_t>(*a));
+      else x = T(attrs.number("value"));
+      *v.owner->template data<T>() = x;
+    });
+    --s.stats.materialised_values;  // a scalar, not a pass over memory
+    return;
+  }
+  const runtime_op& op = *find_runtime_op(n.op);
+  switch (op.kind) {
+    case node_kind::reduction: {
+      const auto mask = s.reduced_mask(id);
+      s.fresh(id);
+      op.reduce(s.array_of(n.inputs[0]), mask, s.array_of(id));
+      break;
+    }
+    case node_kind::view: {
+      const slot& in = s.values[n.inputs[0]];
+      const auto l = op.view(attrs, runtime_layout::contiguous(in.extents), s.who(id));
+      slot& v = s.values[id];
+      const std::size_t esize = dtype_size(v.type);
+      if (is_contiguous(l)) {
+        v.owner = in.owner;  // shares the operand's storage
+        v.data = static_cast<const char*>(in.data) + l.offset * esize;
+        v.ready = true;
+      } else {
+        s.fresh(id);
+        copy_strided(static_cast<const char*>(in.data), l, static_cast<char*>(const_cast<void*>(v.data)), esize);
+      }
+      break;
+    }
+    default: {
+      std::vector<runtime_array> in;
+      for (auto i : n.inputs) in.push_back(s.array_of(i));
+      s.fresh(id);
+      op.kernel_run(attrs, s.array_of(id), in);
+    }
+  }
+}
+
+// A node outside any group, its inputs ready.
+inline void run_single(run_state& s, std::uint32_t id) {
+  const auto& n = s.node(id);
+  if (n.is_literal()) run_node(s, id);
+  else s.account([&] { return n.op + " '" + n.name + "' -> " + s.value_type_string(id); }, [&] { run_node(s, id); });
+  if (s.checking && !n.is_literal()) check_finite(s, id);
+  s.record(id);
+  s.release_inputs_of({id}, -1);
+}
+
+// One pass over the group's extents (fused_pass.hpp), its external inputs ready; stored members are
+// written to their storage, the others live in tile buffers or registers.
+inline void run_group(run_state& s, int gi) {
+  const fusion_group& gr = s.groups[gi];
+  const auto& members = gr.members;
+  const std::vector<std::uint32_t> externals = group_externals(s, gi);
+
+  std::vector<bool> stored(members.size());
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    stored[k] = s.uses[members[k]] > 0;
+    if (stored[k]) s.fresh(members[k]);
+  }
+  ++s.stats.fused_groups;
+  s.stats.fused_nodes += members.size();
+
+  std::vector<fused_pass_input> inputs;
+  for (auto x : externals) inputs.push_back({s.values[x].data, s.values[x].type, s.values[x].extents});
+  std::vector<fused_pass_member> program;
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    const graph_node& n = s.node(members[k]);
+    fused_pass_member m{*s.kernels[members[k]], n.op, {}, s.values[members[k]].type,
+                        stored[k] ? const_cast<void*>(s.values[members[k]].data) : nullptr};
+    for (auto i : n.inputs)
+      m.operands.push_back(s.group_of[i] == gi
+                               ? externals.size() + std::size_t(std::find(members.begin(), members.end(), i) - members.begin())
+                               : std::size_t(std::find(externals.begin(), externals.end(), i) - externals.begin()));
+    program.push_back(std::move(m));
+  }
+  fused_pass pass(std::move(inputs), std::move(program), gr.extents, s.options, s.checking);
+  if (pass.native()) ++s.stats.native_passes;
+  bool nonfinite = false;
+  s.account(
+      [&] {
+        std::string ops;
+        for (auto m : members) ops += (ops.empty() ? "" : ", ") + s.node(m).op + " '" + s.node(m).name + "'";
+        return "fused pass [" + ops + "] over " + std::string(dtype_name(s.values[members.back()].type)) +
+               format_extents(gr.extents) + ", tile " + std::to_string(pass.tile()) +
+               (pass.native() ? ", generated code" : "");
+      },
+      [&] { nonfinite = pass.run(); });
+  if (nonfinite) {
+    if (members.size() == 1) throw nonfinite_error(s, members[0]);
+    localise(s);
+  }
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    s.values[members[k]].ready = true;
+    if (stored[k]) s.record(members[k]);
+  }
+  s.release_inputs_of(members, gi);
+}
+
+// --- Order.
+
+// Computes `root` and what it needs, depth first, with a stack of its own: a gradient's graph is
+// a chain hundreds of nodes deep, which must not take a native stack frame per node.
+inline void ensure(run_state& s, std::uint32_t root) {
+  std::vector<std::uint32_t> pending{root};
+  while (!pending.empty()) {
+    const std::uint32_t id = pending.back();
+    if (s.values[id].ready) {
+      pending.pop_back();
+      continue;
+    }
+    const int gi = s.group_of[id];
+    bool waiting = false;
+    for (auto i : gi >= 0 ? group_externals(s, gi) : s.node(id).inputs)
+      if (!s.values[i].ready) pending.push_back(i), waiting = true;
+    if (waiting) continue;
+    pending.pop_back();
+    if (gi >= 0) run_group(s, gi);
+    else run_single(s, id);
+  }
+}
+
+// Plans the run (its leaves bound) and computes the graph's outputs, writing into `outputs` where
+// their dtypes and extents allow (run_state::take_outputs hands them over).
+inline void compute_outputs(run_state& s, std::vector<runtime_tensor>& outputs) {
+  s.plan_run();
+  s.count_uses();
+  s.reusable = &outputs;
+  for (auto id : s.g.outputs) ensure(s, id);
+}
+
+// A fused pass produced NaN or infinities: the same leaves run again node by node with checks on,
+// which throws the error of the first node that produced them.
+[[noreturn]] inline void localise(const run_state& s) {
+  interpreter_options unfused = s.options;
+  unfused.fuse = false;
+  unfused.check_numerics = true;
+  buffer_pool pool;  // as a fresh interpreter's
+  run_state again({s.g, unfused, s.structure, pool}, s.feeds, s.store);
+  if (s.bound) {
+    again.bound = s.bound;
+    again.bind_bound(*s.bound);
+  } else {
+    again.bind_leaves(s.feeds, s.store);
+  }
+  std::vector<runtime_tensor> ignored(s.g.outputs.size());
+  compute_outputs(again, ignored);
+  throw numerics_error("interpreter", "?", "", dtype::f32, {}, {}, {},
+                       "a fused pass produced NaN or infinities that a node-by-node run does not");
+}
+
+}  // namespace runtime_detail
+
+}  // namespace symflow

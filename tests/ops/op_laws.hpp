@@ -13,7 +13,8 @@
 // and for operands in float64 (magnitudes in [0.3, 2] with random signs, or positive values in
 // [0.3, 2] where the op is not finite on all of those: away from every kink and pole):
 //  4. the compile-time gradient of sum(op(x..) * w) agrees with central finite differences;
-//  5. the graph's runtime gradient (differentiate) agrees with the compile-time gradient.
+//  5. the graph's runtime gradient (differentiate) agrees with the compile-time gradient;
+// both again for binary ops with the second operand broadcast along the rows.
 // A reduction obeys the same laws over axis 1, over axis 0 with kept dimensions, and over all axes;
 // law 1 is bitwise where its op is order independent (max, min) or the dtype an integer, and within
 // the documented reordering bound for floating sums and means (no ±max among their specials).
@@ -264,8 +265,20 @@ int elementwise_laws_for(std::tuple<Ts...>) {
       EXPECT_EQ(d.max_ulps, 0u) << what << ": simplify op(-(-x0), ..): " << d.what;
     }
     using Y = typename Op::template result_type<Ts...>;
-    if constexpr (std::is_same_v<Y, double> && (std::is_same_v<Ts, double> || ...))
-      gradient_laws(e, placeholders, gradient_inputs<decltype(e), decltype(placeholders), Ts...>(e, placeholders), what);
+    if constexpr (std::is_same_v<Y, double> && (std::is_same_v<Ts, double> || ...)) {
+      const auto domain = gradient_inputs<decltype(e), decltype(placeholders), Ts...>(e, placeholders);
+      gradient_laws(e, placeholders, domain, what);
+      // A second operand broadcast along the rows: its adjoint is summed back over them (the
+      // runtime's fit_adjoint, the compile-time broadcast rule).
+      if constexpr (sizeof...(Ts) == 2 && (std::is_same_v<Ts, double> && ...)) {
+        const auto x0 = std::get<0>(placeholders);
+        const auto x1 = placeholder<"x1", double, shape<cols>>();
+        tensor<double, shape<cols>> row({cols}, uninitialized);
+        std::copy_n(std::get<1>(domain).data(), cols, row.data());
+        gradient_laws(make_elementwise(Op{}, source_site{}, x0, x1), std::tuple{x0, x1}, std::tuple{std::get<0>(domain), row},
+                      what + " with x1 broadcast along rows");
+      }
+    }
     return 1;
   }
 }

@@ -18,6 +18,11 @@
 // A reduction obeys the same laws over axis 1, over axis 0 with kept dimensions, and over all axes;
 // law 1 is bitwise where its op is order independent (max, min) or the dtype an integer, and within
 // the documented reordering bound for floating sums and means (no ±max among their specials).
+// A view or kernel takes its attributes as template arguments, so its laws run on an example
+// (view_or_kernel_example below: transpose, reshape, slice, expand_dims, concat, matmul so far), in
+// f32 and f64, with law 4-5's loss sum(e * e) / 2 + 0.3 sum(e): these check each op's runtime
+// derivative rule against its compile-time one. The other views and kernels (convolution, pooling,
+// dropout, one_hot, scatter, softmax cross-entropy) are checked by hand-written tests only.
 // Scalar against packet functions, bit for bit, is op_ieee_law_test.cpp (also over the list).
 #include <gtest/gtest.h>
 
@@ -183,14 +188,21 @@ void value_laws(const E& e, const P& placeholders, const V& values, const std::s
   }
 }
 
+template <class Loss, class... P, class Bindings>
+void loss_gradient_laws(const Loss& loss, const std::tuple<P...>& placeholders, const Bindings& bindings, const std::string& what);
+
 // Laws 4-5 on a float64 expression of `placeholders`: d sum(e * w) / d x_k for each float64 x_k.
 template <class E, class... P, class V>
 void gradient_laws(const E& e, const std::tuple<P...>& placeholders, const V& values, const std::string& what) {
-  SCOPED_TRACE(what + ", gradient");
   const auto w = placeholder<"w", double, law_shape>();
   const auto wv = law_input<double>(5, false, -1, 1);
-  const auto loss = sum(e * w);
-  const auto bindings = std::tuple_cat(bind_all(placeholders, values), std::tuple{w = wv});
+  loss_gradient_laws(sum(e * w), placeholders, std::tuple_cat(bind_all(placeholders, values), std::tuple{w = wv}), what);
+}
+
+// Laws 4-5 for a scalar float64 loss of `placeholders`, fed by `bindings`.
+template <class Loss, class... P, class Bindings>
+void loss_gradient_laws(const Loss& loss, const std::tuple<P...>& placeholders, const Bindings& bindings, const std::string& what) {
+  SCOPED_TRACE(what + ", gradient");
   std::vector<std::string> names;
   ((std::is_same_v<value_type_of<P>, double> ? void(names.emplace_back(P::name.view())) : void()), ...);
   if (names.empty()) return;
@@ -309,6 +321,61 @@ void reduction_laws_for() {
   }
 }
 
+// Views and kernels take their attributes as template arguments: the laws run on an example of each
+// (a view or kernel without one is checked by hand-written tests only). x0 is [3,37], x1 as given.
+template <class T, std::size_t R>
+tensor<T, shape<R, 5>> law_matrix(unsigned seed) {
+  tensor<T, shape<R, 5>> t({R, 5}, uninitialized);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(-2, 2);
+  for (auto& v : t) v = T(d(rng));
+  return t;
+}
+template <class Op, class T>
+auto view_or_kernel_example() {
+  const auto x0 = placeholder<"x0", T, law_shape>();
+  const auto x1 = placeholder<"x1", T, law_shape>();
+  const auto m = placeholder<"x1", T, shape<cols, 5>>();
+  constexpr std::string_view name = Op::name;
+  if constexpr (name == "transpose") return std::tuple{permute<1, 0>(x0), std::tuple{x0}, std::tuple{law_input<T>(11, true)}};
+  else if constexpr (name == "reshape") return std::tuple{flatten(x0), std::tuple{x0}, std::tuple{law_input<T>(11, true)}};
+  else if constexpr (name == "slice") return std::tuple{slice(x0, 1, 3), std::tuple{x0}, std::tuple{law_input<T>(11, true)}};
+  else if constexpr (name == "expand_dims")
+    return std::tuple{expand_dims<1u>(x0), std::tuple{x0}, std::tuple{law_input<T>(11, true)}};
+  else if constexpr (name == "concat")
+    return std::tuple{concat<1>(x0, x1), std::tuple{x0, x1}, std::tuple{law_input<T>(11, true), law_input<T>(18, true)}};
+  else if constexpr (name == "matmul")  // finite operands: a GEMM's NaN/Inf propagation is Eigen's, not the op's
+    return std::tuple{matmul(x0, m), std::tuple{x0, m}, std::tuple{law_input<T>(11, false), law_matrix<T, cols>(18)}};
+  else return std::false_type{};
+}
+// The number of dtypes checked (0: the op has no example here).
+template <class Op>
+int view_or_kernel_laws() {
+  int checked = 0;
+  auto run = [&](auto t) {
+    using T = decltype(t);
+    const auto example = view_or_kernel_example<Op, T>();
+    if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(example)>, std::false_type>) {
+      const auto& [e, placeholders, values] = example;
+      const std::string what = to_string(e);
+      value_laws(e, placeholders, values, what);
+      if constexpr (std::is_same_v<T, double>) {
+        // A loss whose gradient differs per element (e + 0.3), so that a misplaced element shows.
+        const auto loss = sum(e * e) * 0.5 + sum(e) * 0.3;
+        // The same operands with the specials (non-finite or huge) replaced, for finite differences.
+        auto finite = values;
+        auto tame = [](double x) { return std::isfinite(x) && std::abs(x) <= 3 ? x : 0.5; };
+        std::apply([&](auto&... v) { (std::transform(v.begin(), v.end(), v.begin(), tame), ...); }, finite);
+        loss_gradient_laws(loss, placeholders, bind_all(placeholders, finite), what);
+      }
+      ++checked;
+    }
+  };
+  run(float{});
+  run(double{});
+  return checked;
+}
+
 template <class Entry>
 void check_listed_op() {
   using Op = typename Entry::type;
@@ -321,6 +388,8 @@ void check_listed_op() {
     reduction_laws_for<Op, float>();
     reduction_laws_for<Op, double>();
     reduction_laws_for<Op, std::int32_t>();
+  } else {
+    view_or_kernel_laws<Op>();
   }
 }
 

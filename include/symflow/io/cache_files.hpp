@@ -3,9 +3,7 @@
 // content hash for cache keys, and the checks that make a cache directory safe to load code from
 // (docs/security.md): a directory another user can write to would let that user choose the code a
 // process loads. Whole-file reads and writes that readers never see half done are io/files.hpp's
-// (read_file_bytes, write_file_atomically, temporary_sibling). It is included here because the
-// caches' code (cuda/nvrtc/compiler.hpp) reaches them through this header; io/ sits above core/, so
-// once that code includes io/files.hpp itself this header belongs in io/ too.
+// (read_file_or_empty, write_file_atomically, temporary_sibling), included here for the caches.
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -71,11 +69,11 @@ inline std::string prepare_private_directory(const std::filesystem::path& dir) {
 // SHA-256 (written by whoever builds the entry, digest first). Whether the file at `path` has the
 // digest recorded beside it (false when either is missing).
 inline bool verified_entry_matches(const std::filesystem::path& path) {
-  const std::string recorded = read_file_bytes(std::filesystem::path(path.string() + ".sha256"));
+  const std::string recorded = read_file_or_empty(std::filesystem::path(path.string() + ".sha256"));
   if (recorded.size() != 64) return false;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return false;
-  return sha256::of(read_file_bytes(path)) == recorded;
+  return sha256::of(read_file_or_empty(path)) == recorded;
 }
 
 }  // namespace symflow

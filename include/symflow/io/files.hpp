@@ -43,8 +43,9 @@ inline std::vector<unsigned char> read_file_bytes(const std::string& path, std::
 }
 
 // For caches: the file's bytes (no size limit), or "" when it is missing, unreadable or not a
-// regular file.
-inline std::string read_file_bytes(const std::filesystem::path& path) {
+// regular file. (Its own name: an overload of read_file_bytes would be picked by the argument's
+// type, and a path converts to a string, so a caller could get the throwing reader by accident.)
+inline std::string read_file_or_empty(const std::filesystem::path& path) {
   try {
     return read_regular_file<std::string>(path.string(), std::numeric_limits<std::uint64_t>::max(), "cache file");
   } catch (const file_error&) {

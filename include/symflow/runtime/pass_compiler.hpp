@@ -192,7 +192,7 @@ inline std::string include_tree_fingerprint(const std::filesystem::path& include
   content_hash h;
   for (const auto& f : files) {
     h.add(f.lexically_relative(include_dir).string());
-    h.add(read_file_bytes(f));
+    h.add(read_file_or_empty(f));
   }
   return h.hex();
 }
@@ -315,7 +315,7 @@ class pass_library {
                                 pass_detail::quoted(log.string()) + " 2>&1";
     const int status = std::system(command.c_str());
     if (status != 0) {
-      std::string output = read_file_bytes(log);
+      std::string output = read_file_or_empty(log);
       if (output.size() > 2000) output.resize(2000);
       std::filesystem::remove(built, ec);
       std::filesystem::rename(log, o.cache_dir / (key + ".log"), ec);
@@ -324,7 +324,7 @@ class pass_library {
     std::filesystem::remove(log, ec);
     // The digest first, then the object under its name: a reader that sees the new object with the
     // old digest refuses it and rebuilds, never the other way round.
-    const std::string digest = sha256::of(read_file_bytes(built));
+    const std::string digest = sha256::of(read_file_or_empty(built));
     if (!write_file_atomically(object.string() + ".sha256", digest)) {
       std::filesystem::remove(built, ec);
       return fail("cannot write " + object.string() + ".sha256");

@@ -282,7 +282,7 @@ inline generated_kernel generate_kernel(const symflow::graph& g, const value_typ
          return all;
        }()) {
     const auto path = include_dir / f;
-    std::string text = read_file_bytes(path);
+    std::string text = read_file_or_empty(path);
     if (text.empty())
       throw nvrtc_error("graph_runner: cannot read " + path.string() +
                         " (symflow's headers: set nvrtc_options::include_dir or SYMFLOW_INCLUDE_DIR)");

@@ -207,7 +207,7 @@ class kernel_cache {
     const std::filesystem::path file = disk_dir.empty() ? std::filesystem::path{} : std::filesystem::path(disk_dir) / (key + ext);
     bool from_disk = false;
     if (!disk_dir.empty()) {
-      std::string bytes = read_file_bytes(file);
+      std::string bytes = read_file_or_empty(file);
       if (!bytes.empty()) {
         made = std::make_shared<compiled_program>(key, std::move(bytes), p.cubin(), "", true);
         from_disk = true;

@@ -117,15 +117,9 @@ struct op_entry {
   using type = Op;
 };
 namespace detail {
-struct end_of_op_list {};
-template <class List, class... Done>
-struct without_end_marker;
-template <class... Done>
-struct without_end_marker<std::tuple<end_of_op_list>, Done...> {
-  using type = std::tuple<Done...>;
-};
-template <class First, class... Rest, class... Done>
-struct without_end_marker<std::tuple<First, Rest...>, Done...> : without_end_marker<std::tuple<Rest...>, Done..., First> {};
+// The tuple of all the types in the tuples T...
+template <class... T>
+using concatenated = decltype(std::tuple_cat(std::declval<T>()...));
 
 // The file name at the end of a path (__FILE__ spells the path as the compiler reached the file).
 constexpr std::string_view file_name_of(std::string_view path) {
@@ -136,10 +130,10 @@ constexpr std::string_view file_name_of(std::string_view path) {
 namespace op_list {
 using enum node_kind;
 using namespace ops;
-#define SYMFLOW_LISTED(kind, ...) op_entry<kind, __VA_ARGS__>,
-using registered_ops = detail::without_end_marker<std::tuple<
+#define SYMFLOW_LISTED(kind, ...) std::tuple<op_entry<kind, __VA_ARGS__>>,
+using registered_ops = detail::concatenated<
 #include "../ops/list.hpp"
-    detail::end_of_op_list>>::type;
+    std::tuple<>>;
 #undef SYMFLOW_LISTED
 
 struct op_file {

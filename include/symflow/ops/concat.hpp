@@ -16,6 +16,13 @@ namespace ops {
 template <std::size_t Axis>
 struct concat_op {
   static constexpr std::string_view name = "concat";
+  static constexpr std::string_view doc =
+      "concat(x0, x1, ...), attribute axis: joins the operands along one axis. They must have one "
+      "dtype (any dtype), one rank and equal extents on every other axis (a shape error otherwise); "
+      "the result's extent along axis is the sum of theirs, and values are copied bit for bit. "
+      "Gradient: each operand gets its own slice of g along axis (in C++ their extents along axis must "
+      "be static). Example: concat with axis 1 of [[1], [2]] and [[3, 4], [5, 6]] is [[1, 3, 4], [2, "
+      "5, 6]].";
   static constexpr bool contiguous_operands = true;
   // Attributes for the graph value (graph/).
   template <class V>

@@ -45,6 +45,21 @@ void forward(const geometry& g, const T* x, const T* w, T* y) {
 template <std::size_t Stride, padding Padding>
 struct conv2d_op : conv2d_attributes<Stride, Padding> {
   static constexpr std::string_view name = "conv2d";
+  static constexpr std::string_view doc =
+      "conv2d(x, w), attributes stride (>= 1, the same along both spatial axes) and same_padding: 2-D "
+      "convolution of an NHWC input x [N, H, W, C] with an HWIO filter w [KH, KW, C, O], giving [N, "
+      "OH, OW, O]: y[n, i, j, o] = sum over kh, kw, c of x[n, i*stride + kh - pad_top, j*stride + kw - "
+      "pad_left, c] * w[kh, kw, c, o], positions outside the input reading 0 (the filter is not "
+      "flipped: a cross-correlation, as TensorFlow's conv2d). Padding is TensorFlow's: valid pads "
+      "nothing, OH = (H - KH) / stride + 1 and the window must fit in the input; same gives OH = "
+      "ceil(H / stride) and pads max((OH - 1) * stride + KH - H, 0) zeros in total, the odd one at the "
+      "bottom (right). x and w have one floating-point dtype (f32 or f64), the channel counts C must "
+      "agree and the filter window must not be empty (shape errors otherwise). The sums are Eigen "
+      "GEMMs over im2col rows (the order of addition is Eigen's); NaN and Inf propagate as in any sum "
+      "of products, and a padded zero times an infinite weight gives NaN. In C++, conv2d<Stride, "
+      "Padding>(x, w) (default 1, padding::valid). Gradient: conv2d_backprop_input(g, w, like x) for "
+      "x, conv2d_backprop_filter(x, g, like w) for w. Example: x = 1..9 as [1, 3, 3, 1] and w = ones "
+      "[2, 2, 1, 1], stride 1, valid padding, give [[12, 16], [24, 28]] as [1, 2, 2, 1].";
   template <class X, class W>
   using result_type = X;
   template <class SX, class SW>

@@ -42,6 +42,17 @@ void backprop_filter(const geometry& g, const T* x, const T* dy, T* dw) {
 template <std::size_t Stride, padding Padding>
 struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
   static constexpr std::string_view name = "conv2d_backprop_filter";
+  static constexpr std::string_view doc =
+      "conv2d_backprop_filter(x, g, like), attributes stride and same_padding (as conv2d's): the "
+      "adjoint of conv2d(x, w) with respect to w, for the adjoint g [N, OH, OW, O] of its result; like "
+      "has w's shape [KH, KW, C, O] and only its extents are read. dw[kh, kw, c, o] = sum over n, i, j "
+      "of x[n, i*stride + kh - pad_top, j*stride + kw - pad_left, c] * g[n, i, j, o], positions "
+      "outside the input reading 0. Shape, dtype and padding rules are conv2d's, and g must have the "
+      "extents conv2d gives for x and like. The sums are Eigen GEMMs over im2col rows, accumulated "
+      "chunk of images by chunk; NaN and Inf propagate as in sums of products. Gradient: "
+      "conv2d_backprop_input(g, a, like x) for x, conv2d(x, a) for g, none for like. Example: x = 1..9 "
+      "as [1, 3, 3, 1], g = ones [1, 2, 2, 1] and like of shape [2, 2, 1, 1], stride 1, valid padding, "
+      "give [[12, 16], [24, 28]] as [2, 2, 1, 1].";
   template <class X, class G, class W>
   using result_type = X;
   template <std::size_t I>

@@ -65,6 +65,18 @@ void backprop_input(const geometry& g, const T* dy, const T* w, T* dx) {
 template <std::size_t Stride, padding Padding>
 struct conv2d_backprop_input_op : conv2d_attributes<Stride, Padding> {
   static constexpr std::string_view name = "conv2d_backprop_input";
+  static constexpr std::string_view doc =
+      "conv2d_backprop_input(g, w, like), attributes stride and same_padding (as conv2d's): the "
+      "adjoint of conv2d(x, w) with respect to x, for the adjoint g [N, OH, OW, O] of its result; like "
+      "has x's shape [N, H, W, C] and only its extents are read (several input sizes give one output "
+      "size). dx[n, r, s, c] is the sum of g[n, i, j, o] * w[kh, kw, c, o] over the outputs (i, j) "
+      "whose window covers input (r, s) at filter position (kh, kw); inputs no window covers get 0. g "
+      "must have the extents conv2d gives for like and w (a shape error otherwise); g and w have one "
+      "floating-point dtype (f32 or f64). Computed as one GEMM, g w^T, and a scatter-add of its rows, "
+      "so NaN and Inf propagate as in sums of products. Gradient: conv2d(a, w) for g, "
+      "conv2d_backprop_filter(a, g, like w) for w, none for like. Example: g = ones [1, 2, 2, 1], w = "
+      "ones [2, 2, 1, 1] and like of shape [1, 3, 3, 1], stride 1, valid padding, give [[1, 2, 1], [2, "
+      "4, 2], [1, 2, 1]] as [1, 3, 3, 1].";
   template <class G, class W, class X>
   using result_type = G;
   template <std::size_t I>

@@ -59,6 +59,17 @@ void run(const T* x, T* out, std::size_t n, double rate, std::uint64_t seed) {
 
 struct dropout_op {
   static constexpr std::string_view name = "dropout";
+  static constexpr std::string_view doc =
+      "dropout(x), attributes rate (in [0, 1), else a value error) and seed: zeroes each element with "
+      "probability rate and multiplies the others by scale = 1 / (1 - rate) (computed in double, then "
+      "rounded to the element type), so the expected value is unchanged. The mask is a pure function "
+      "of seed and the element's row-major index (element i is kept when the i-th splitmix64 output "
+      "from seed, as a 53-bit fraction u, has u >= rate; the exact formula is at the top of "
+      "ops/dropout.hpp), so every backend draws the same mask and the same seed gives the same mask on "
+      "every call: pass a new seed per step and per layer. A dropped element is +0 even if it was NaN "
+      "or Inf; a kept one is x * scale. rate 0 keeps everything (a copy). f32 or f64. Gradient: the "
+      "same op, rate and seed applied to g. Example: rate 0.5 and seed 0 turn x = [1, 2, 3, 4] into "
+      "[2, 0, 0, 8].";
   static constexpr bool contiguous_operands = true;
   double rate = 0;
   std::uint64_t seed = 0;

@@ -12,6 +12,15 @@ namespace ops {
 struct expand_as_op {
   static constexpr std::string_view name = "expand_as";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "expand_as(a, like): a broadcast (NumPy rules: right-aligned, an extent of 1 stretches) to the "
+      "shape of like, whose values are never read or even computed, so like may have any dtype. The "
+      "result has a's dtype and a's values bit for bit (NaN payloads, -0); its shape is the broadcast "
+      "of both shapes, which is like's shape when a broadcasts to it. Gradients use it to give a value "
+      "its leaf's shape. Gradient: g summed back to a's shape, none for like. Example: expand_as(a, "
+      "like) for a = [1, 2] and like of shape [2, 2] is [[1, 2], [1, 2]].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class A, class B>
   using result_type = A;
   template <class A, class B>

@@ -17,6 +17,12 @@ namespace ops {
 template <unsigned Bits>
 struct expand_dims_op {
   static constexpr std::string_view name = "expand_dims";
+  static constexpr std::string_view doc =
+      "expand_dims(x), attribute axes: inserts axes of extent 1 at the listed positions of the result "
+      "(positions count in the result; in C++ the bits of expand_dims<Bits>(x), bit i for result axis "
+      "i). A view: nothing is copied and values keep their bits; any dtype. It undoes a reduction "
+      "without keepdims. Gradient: g summed over the inserted axes. Example: expand_dims with axes [1] "
+      "of x = [1, 2, 3] (shape [3]) is [[1], [2], [3]] (shape [3, 1]).";
   static constexpr bool contiguous_operand = false;
   static constexpr std::size_t added = std::popcount(Bits);
   // Attributes for the graph value (graph/): the positions of the inserted unit axes.

@@ -18,6 +18,16 @@ namespace ops {
 // (a bias, an activation) fuses into one pass over it.
 struct matmul_op {
   static constexpr std::string_view name = "matmul";
+  static constexpr std::string_view doc =
+      "matmul(a, b): the matrix product, [M, K] x [K, N] -> [M, N]; batched, [B, M, K] x [B, K, N] -> "
+      "[B, M, N], and [B, M, K] x [K, N] -> [B, M, N] with the same b for every batch. Other ranks and "
+      "mismatched inner or batch extents are refused (a shape error naming both shapes; there is no "
+      "other broadcasting). Both operands have one floating-point dtype, f32 or f64. The product is "
+      "Eigen's GEMM: each result element is a sum of K products in an order Eigen chooses (not "
+      "necessarily bit for bit a left-to-right sum); a NaN in a row of a or a column of b, an Inf "
+      "times 0, or +Inf plus -Inf makes that element NaN, and K = 0 gives zeros. Gradient: da = g b^T "
+      "and db = a^T g (summed over the batch when b is [K, N]). Example: [[1, 2], [3, 4]] x [[5], [6]] "
+      "is [[17], [39]].";
   static constexpr bool contiguous_operands = true;
   template <class A, class B>
   using result_type = A;

@@ -15,6 +15,12 @@ namespace ops {
 template <std::size_t Depth, class To>
 struct one_hot_op {
   static constexpr std::string_view name = "one_hot";
+  static constexpr std::string_view doc =
+      "one_hot(labels), attributes depth and to (the result dtype; in C++ one_hot<Depth, To = float>): "
+      "integer labels (i32 or i64) of shape S give a tensor of shape S + [depth] with 1 at each "
+      "label's index and 0 elsewhere. A label outside [0, depth) (such as -1 for padding) gives a row "
+      "of zeros, as TensorFlow's one_hot does, never an error. No gradient (its operand is integer). "
+      "Example: one_hot with depth 3 of [0, 2, -1] is [[1, 0, 0], [0, 0, 1], [0, 0, 0]].";
   // Attributes for the graph value (graph/).
   template <class V>
   static void visit_attributes(V&& v) {

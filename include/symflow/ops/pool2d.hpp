@@ -266,6 +266,16 @@ struct pool2d_backward_rules : pool2d_shape_rules<Window, Stride> {
 
 template <std::size_t Window, std::size_t Stride>
 struct max_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::max_pooling> {
+  static constexpr std::string_view doc =
+      "max_pool2d(x), attributes window and stride (both >= 1; in C++ max_pool2d<Window, Stride = "
+      "Window>(x)): the maximum of each window x window patch of an NHWC input x [N, H, W, C], per "
+      "channel, moved by stride, without padding: [N, OH, OW, C] with OH = (H - window) / stride + 1, "
+      "and the window must fit in the input (a shape error otherwise). f32 or f64. Each window is "
+      "scanned row by row and an element replaces the running maximum only when it is strictly "
+      "greater, so ties keep the first maximum (-0 then +0 gives -0), and NaN is the result only when "
+      "it is the window's first element: a NaN further on is never greater and is skipped. Gradient: "
+      "max_pool2d_backward(g, x), which routes g to each window's first maximum. Example: window 2, "
+      "stride 2 of x = [[1, 3], [2, 0]] (as [1, 2, 2, 1]) is [[3]] (as [1, 1, 1, 1]).";
   template <class G, class Y, class X>
   static auto gradient(const G& g, const Y&, const X& x) {
     return tuple_of(max_pool2d_backward<Window, Stride>(g, x));
@@ -276,6 +286,14 @@ struct max_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::max_poo
 // than stored by the forward pass).
 template <std::size_t Window, std::size_t Stride>
 struct max_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detail::max_pooling> {
+  static constexpr std::string_view doc =
+      "max_pool2d_backward(g, x), attributes window and stride (as max_pool2d's): the adjoint of "
+      "max_pool2d(x), a tensor of x's shape that is zero except that each g[n, i, j, c] is added at "
+      "the first maximum of its window of x, found by max_pool2d's strict scan (a window led by a NaN "
+      "sends it to that NaN); overlapping windows add up. g must have the extents max_pool2d gives x "
+      "(a shape error otherwise); f32 or f64. Second derivatives through max-pooling are refused (a "
+      "compile-time error in C++, a value error in graph differentiation). Example: window 2 with g = "
+      "[[5]] and x = [[1, 3], [2, 0]] gives [[0, 5], [0, 0]].";
   using rules = pool2d_backward_rules<Window, Stride, pool_detail::max_pooling>;
   template <class T, class Out, class G, class X>
   static void run_cpu(const Out& out, const G& g, const X& x) {
@@ -305,6 +323,15 @@ struct max_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detai
 
 template <std::size_t Window, std::size_t Stride>
 struct avg_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::avg_pooling> {
+  static constexpr std::string_view doc =
+      "avg_pool2d(x), attributes window and stride (both >= 1; in C++ avg_pool2d<Window, Stride = "
+      "Window>(x)): the mean of each window x window patch of an NHWC input x [N, H, W, C], per "
+      "channel, moved by stride, without padding: [N, OH, OW, C] with OH = (H - window) / stride + 1, "
+      "and the window must fit in the input (a shape error otherwise); every window is full, so every "
+      "mean divides by window^2. f32 or f64: the window's sum is accumulated in the element type, row "
+      "by row, then divided, so a NaN, or +Inf together with -Inf, in a window gives NaN, and an Inf "
+      "alone gives that Inf. Gradient: avg_pool2d_backward(g, like x). Example: window 2 of x = [[1, "
+      "3], [2, 0]] (as [1, 2, 2, 1]) is [[1.5]].";
   template <class G, class Y, class X>
   static auto gradient(const G& g, const Y&, const X& x) {
     return tuple_of(avg_pool2d_backward<Window, Stride>(g, x));
@@ -319,6 +346,13 @@ struct avg_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::avg_poo
 // avg_pool2d_backward(g, like x): g / Window^2 spread over each window; `like` supplies extents only.
 template <std::size_t Window, std::size_t Stride>
 struct avg_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detail::avg_pooling> {
+  static constexpr std::string_view doc =
+      "avg_pool2d_backward(g, like), attributes window and stride (as avg_pool2d's): the adjoint of "
+      "avg_pool2d, a tensor of like's shape (like's values are never read) in which g[n, i, j, c] / "
+      "window^2 is added to every position of its window; overlapping windows add up and positions no "
+      "window covers are 0. g must have the extents avg_pool2d gives like (a shape error otherwise); "
+      "f32 or f64. Linear in g: its gradient is avg_pool2d of the adjoint for g, none for like. "
+      "Example: window 2 with g = [[4]] gives [[1, 1], [1, 1]].";
   using rules = pool2d_backward_rules<Window, Stride, pool_detail::avg_pooling>;
   template <std::size_t I>
   static constexpr bool reads_operand = I == 0;

@@ -16,6 +16,12 @@ namespace ops {
 template <unsigned Bits, class To>
 struct reduced_count_op {
   static constexpr std::string_view name = "reduced_count";
+  static constexpr std::string_view doc =
+      "reduced_count(x), attributes axes and to (the result dtype; in C++ reduced_count<Bits, To>(x), "
+      "bit i for axis i): the number of elements a reduction of x over axes combines, that is the "
+      "product of those extents (1 for no axes), as a scalar of dtype to (for bool: count != 0). Only "
+      "x's shape is used; its values are never computed, so mean's gradient can use it where extents "
+      "are known only at run time. No gradient. Example: axes [1] of any x of shape [2, 3] gives 3.";
   // Attributes for the graph value (graph/): the counted axes and the result dtype.
   static constexpr auto axes_list = [] {
     std::array<std::size_t, std::popcount(Bits)> out{};

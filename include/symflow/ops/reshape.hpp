@@ -13,6 +13,14 @@ namespace ops {
 template <shape_spec Target>
 struct reshape_op {
   static constexpr std::string_view name = "reshape";
+  static constexpr std::string_view doc =
+      "reshape(x), attribute shape: the same elements, in row-major order, with new extents; the "
+      "element count must not change (a shape error otherwise). At most one target extent may be "
+      "unknown (-1 in a graph, dyn in C++, reshape<shape<dyn, 4>>(x)); it is inferred from the element "
+      "count. Values keep their bits; any dtype. flatten(x) is the reshape to [extent 0, product of "
+      "the others]. Gradient: g reshaped back to the operand's shape (which may have at most one "
+      "unknown extent). Example: reshape to [3, -1] of x = [1, 2, 3, 4, 5, 6] is [[1, 2], [3, 4], [5, "
+      "6]].";
   static constexpr bool contiguous_operand = true;
   // Attributes for the graph value (graph/): the target extents, dyn where inferred.
   template <class V>

@@ -17,6 +17,15 @@ namespace ops {
 template <std::size_t Axis>
 struct scatter_op {
   static constexpr std::string_view name = "scatter";
+  static constexpr std::string_view doc =
+      "scatter(part, like), attributes axis, begin and end: a tensor of like's shape that is zero "
+      "except at indices [begin, end) along axis, which hold part. Only like's extents are used: its "
+      "values are never read. part must have like's rank and extents except along axis, where its "
+      "extent is end - begin, with end <= like's extent (a shape error otherwise). The result has "
+      "part's dtype (any dtype; the zeros are +0, false for bool), and part's values keep their bits. "
+      "It is the adjoint of slice and of concat. Gradient: the slice [begin, end) of g for part, none "
+      "for like. Example: scatter with axis 0, begin 1, end 3 of part = [7, 8] into like of shape [4] "
+      "is [0, 7, 8, 0].";
   static constexpr bool contiguous_operands = true;
   std::size_t begin = 0, end = 0;
   bool operator==(const scatter_op&) const = default;

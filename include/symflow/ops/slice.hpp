@@ -12,6 +12,13 @@ namespace ops {
 template <std::size_t Axis>
 struct slice_op {
   static constexpr std::string_view name = "slice";
+  static constexpr std::string_view doc =
+      "slice(x), attributes axis, begin and end: indices [begin, end) of one axis and all of the "
+      "others; 0 <= begin <= end <= the axis's extent (a shape error otherwise; begin == end gives an "
+      "empty result). A view (an offset into the operand): nothing is copied and values keep their "
+      "bits; any dtype. In C++ slice(x, begin, end) cuts axis 0 and narrow<Axis>(x, begin, end) any "
+      "axis. Gradient: scatter, g placed at [begin, end) in zeros of the operand's shape. Example: "
+      "slice with axis 0, begin 1, end 3 of x = [10, 20, 30, 40] is [20, 30].";
   static constexpr bool contiguous_operand = false;
   std::size_t begin = 0, end = 0;
   bool operator==(const slice_op&) const = default;

@@ -114,6 +114,16 @@ void with_label_dtype(dtype t, std::string_view op, F&& f) {
 
 struct softmax_cross_entropy_op {
   static constexpr std::string_view name = "softmax_cross_entropy";
+  static constexpr std::string_view doc =
+      "softmax_cross_entropy(logits, labels): the per-example loss of logits [N, K] (K >= 1, f32 or "
+      "f64) against integer class labels [N] (i32 or i64), loss[n] = logsumexp(logits[n]) - logits[n, "
+      "labels[n]], computed row by row in double after subtracting the row maximum (so exp never "
+      "overflows), then rounded to the logits' dtype; mean of it is the usual classification loss. A "
+      "negative label marks a padding example: its loss is 0 and its logits are not read. A label of K "
+      "or more is a value error naming the example. A NaN in a row, or a +Inf logit (Inf - Inf), makes "
+      "that loss NaN; a -Inf logit at the label (others finite) gives +Inf. Gradient: "
+      "softmax_cross_entropy_backward(g, logits, labels) for the logits, none for the labels. Example: "
+      "logits [[0, 0], [1, 2]] with labels [0, -1] give [0.6931472 (log 2), 0].";
   static constexpr bool contiguous_operands = true;
   template <class L, class Y>
   using result_type = L;
@@ -168,6 +178,16 @@ struct softmax_cross_entropy_op {
 // g[n] * (softmax(logits[n]) - one_hot(labels[n])), zero rows for padding labels.
 struct softmax_cross_entropy_backward_op {
   static constexpr std::string_view name = "softmax_cross_entropy_backward";
+  static constexpr std::string_view doc =
+      "softmax_cross_entropy_backward(g, logits, labels): the adjoint of softmax_cross_entropy for the "
+      "adjoint g [N] of its result, [N, K] rows g[n] * (softmax(logits[n]) - one_hot(labels[n])): each "
+      "row is computed in double (exp(logit - row max) * g[n] / sum), rounded to the logits' dtype, "
+      "and g[n] is then subtracted at the label. Padding rows (negative label) are 0; a label of K or "
+      "more is a value error. g has the logits' dtype (f32 or f64), the labels are i32 or i64. NaN and "
+      "Inf in a row act as in the forward op (a +Inf logit gives a NaN row). Gradient: linear in g, "
+      "and in the logits g[n] (diag(p) - p p^T) per row with p = softmax(logits[n]) (it needs a known "
+      "class count K); none for the labels. Example: g = [1], logits [[0, 0]] and labels [0] give "
+      "[[-0.5, 0.5]].";
   static constexpr bool contiguous_operands = true;
   template <class G, class L, class Y>
   using result_type = G;

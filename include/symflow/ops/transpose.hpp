@@ -12,6 +12,14 @@ namespace ops {
 template <std::size_t... Perm>
 struct permute_op {
   static constexpr std::string_view name = "transpose";
+  static constexpr std::string_view doc =
+      "transpose(x), attribute perm: result axis i is operand axis perm[i], so result extent i is "
+      "operand extent perm[i]; perm must be a permutation of 0..rank-1 (a shape error otherwise). A "
+      "view: the strides are relabelled and nothing is copied, so values keep their bits (NaN "
+      "payloads, -0); any dtype. In C++, permute<P...>(x) gives any permutation and transpose(x) swaps "
+      "the last two axes of a rank-2 or rank-3 operand. Gradient: g transposed by the inverse "
+      "permutation. Example: transpose of x = [[1, 2, 3], [4, 5, 6]] (perm [1, 0]) is [[1, 4], [2, 5], "
+      "[3, 6]].";
   static constexpr bool contiguous_operand = false;
   static constexpr std::array<std::size_t, sizeof...(Perm)> perm{Perm...};
   // Attributes for the graph value (graph/).

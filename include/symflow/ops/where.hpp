@@ -12,6 +12,16 @@ namespace ops {
 struct where_op {
   static constexpr std::string_view name = "where";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "where(mask, a, b): elementwise selection, a where mask is true and b elsewhere. mask is bool, a "
+      "and b have one dtype (any), which the result has; the three operands broadcast (NumPy rules), "
+      "and in C++ either branch may be a plain number. The chosen value is copied bit for bit (NaN "
+      "payloads, -0), and a NaN or Inf in the branch not taken does not reach the result. Gradient: g "
+      "where mask is true for a, g where it is false for b (0 elsewhere, also selected, so a NaN in g "
+      "does not leak into the other branch), none for the mask. Example: where([true, false, true], "
+      "[1, 2, 3], [-1, -2, -3]) is [1, -2, 3].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   template <class M, class T, class U>
   using result_type = T;
   template <class M, class T, class U>

@@ -16,6 +16,13 @@ namespace ops {
 // behaviour in C++, so the negation is done in unsigned arithmetic).
 struct abs_op : same_dtype_result {
   static constexpr std::string_view name = "abs";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "abs(x) = |x|, elementwise; any dtype. Floats get their sign bit cleared: abs(-0) = +0, "
+      "abs(±Inf) = +Inf, and a NaN stays NaN with its sign bit cleared. Integers wrap: abs(INT_MIN) = "
+      "INT_MIN (two's complement, as NumPy gives). bool is unchanged. Gradient: g * sign(x), so 0 at x "
+      "= ±0. Example: abs(x) for x = [-2, -0, 3] is [2, 0, 3].";
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     if constexpr (std::numeric_limits<T>::has_infinity) return std::copysign(x, T(1));

@@ -16,6 +16,16 @@ namespace ops {
 // behaviour in C++, so integer operands are computed in unsigned arithmetic.
 struct add_op : same_dtype_result {
   static constexpr std::string_view name = "add";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "add(a, b) = a + b (operator+), elementwise. a and b have one dtype and broadcast (NumPy rules: "
+      "right-aligned, an extent of 1 stretches); in C++ one of them may be a plain number. Any dtype. "
+      "Floats follow IEEE 754: NaN propagates, +Inf + -Inf = NaN, -0 + -0 = -0 and -0 + +0 = +0. "
+      "Integers wrap (two's complement); for bool it is a logical or. simplify drops a literal 0 (x + "
+      "0 -> x, so -0 plus a literal 0 stays -0) and turns x + x into 2 * x. Gradient: g for both "
+      "operands, summed back to an operand's shape where it was broadcast. Example: [1, 2] + [[10], "
+      "[20]] is [[11, 12], [21, 22]].";
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T a, T b) {
     if constexpr (std::numeric_limits<T>::has_infinity) return a + b;

@@ -12,6 +12,17 @@ template <class To>
 struct cast_op {
   static constexpr std::string_view name = "cast";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "cast(x), attribute to (the result dtype; cast<To>(x) in C++): converts each element, from any "
+      "dtype to any dtype. A float to an integer dtype truncates toward zero and saturates: NaN -> 0, "
+      "values at or beyond the range -> the dtype's lowest or max (as Rust's `as`), so cast to i32 of "
+      "[NaN, -Inf, 3e9, -2.7] is [0, -2147483648, 2147483647, -2]. To bool: nonzero is true, NaN "
+      "included, and ±0 is false. To a float: rounding to nearest, overflow to ±Inf (f64 1e300 to f32 "
+      "is +Inf). Between integers: modulo 2^n (i64 2^32 + 5 to i32 is 5). bool converts to 0 or 1. "
+      "Gradient: a float-to-float cast passes g back cast to the operand's dtype; none through "
+      "integers or bool. Example: cast to i32 of [1.9, -1.9, 0.5] is [1, -1, 0].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   // Attributes for the graph value (graph/).
   template <class V>
   static void visit_attributes(V&& v) {

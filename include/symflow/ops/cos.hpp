@@ -12,6 +12,13 @@ namespace ops {
 struct cos_op : floating_result {
   static constexpr std::string_view name = "cos";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "cos(x), x in radians, elementwise; f32 (Eigen's vectorized cos on the host: the same bits in "
+      "SIMD and scalar code, not necessarily std::cos's) or f64 (std::cos). cos(±Inf) = NaN, cos(±0) = "
+      "1, NaN stays NaN. Gradient: -g * sin(x). Example: cos(x) for x = [0, 1, Inf] is [1, 0.54030228, "
+      "NaN].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif

@@ -18,6 +18,18 @@ namespace ops {
 // the hardware division. The typed evaluator, the interpreter and generated passes all call this.
 struct div_op : same_dtype_result {
   static constexpr std::string_view name = "div";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "div(a, b) = a / b (operator/), elementwise. a and b have one dtype and broadcast (NumPy rules: "
+      "right-aligned, an extent of 1 stretches); in C++ one of them may be a plain number. Any dtype. "
+      "Floats follow IEEE 754: x / ±0 = ±Inf by the signs, 0 / 0 = NaN, x / ±Inf = ±0, NaN propagates. "
+      "Integer division truncates toward zero, as C (-7 / 2 = -3; NumPy's // floors) and never traps: "
+      "x / 0 = 0 and INT_MIN / -1 = INT_MIN (the quotient wraps); the typed evaluator, the interpreter "
+      "and generated code agree. For bool, a / true = a and a / false = false. simplify: x / 1 -> x, "
+      "and a literal 0 divided by x gives 0 (also where x is 0 or NaN). Gradient: g / b for a, -g * y "
+      "/ b for b (y the quotient). Example: [1, -7] / [4, 2] is [0.25, -3.5] in f32 and [0, -3] in "
+      "i32.";
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T a, T b) {
     if constexpr (!std::numeric_limits<T>::has_infinity) {

@@ -9,6 +9,15 @@ namespace ops {
 // IEEE comparison: NaN equals nothing (itself included), -0 == +0.
 struct equal_op : comparison_result {
   static constexpr std::string_view name = "equal";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "equal(a, b): a == b elementwise as a bool mask (equal(a, b); operator== is not overloaded in "
+      "C++). a and b have one dtype and broadcast (NumPy rules: right-aligned, an extent of 1 "
+      "stretches); in C++ one of them may be a plain number. Any dtype. IEEE comparison: NaN equals "
+      "nothing, itself included; -0 == +0 is true. No gradient: the result is piecewise constant, so "
+      "neither operand gets an adjoint. Example: equal([1, NaN, -0], [1, NaN, 0]) is [true, false, "
+      "true].";
+#endif
   template <class T>
   SYMFLOW_HD static auto apply(T a, T b) {
     return a == b;

@@ -16,6 +16,16 @@ struct log_op;
 struct exp_op : floating_result {
   static constexpr std::string_view name = "exp";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "exp(x) = e^x, elementwise; f32 or f64. exp(-Inf) = 0, exp(+Inf) = +Inf, exp(±0) = 1, NaN stays "
+      "NaN. On the host it is Eigen's vectorized exp where the result is a normal number (x in [-87, "
+      "88] for f32, [-708, 709] for f64; not necessarily std::exp's bits) and std::exp outside that "
+      "range (denormals, then exactly 0 below about -103.97 in f32, +Inf above about 88.72), so a "
+      "result does not depend on the SIMD width or the element's position. simplify: exp(0) -> 1, and "
+      "exp(log x) -> x only where x is known to be non-negative. Gradient: g * y (y = exp(x)). "
+      "Example: exp(x) for x = [0, 1, -Inf] is [1, 2.7182817, 0].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif

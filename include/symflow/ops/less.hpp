@@ -9,6 +9,14 @@ namespace ops {
 // IEEE comparison: false where either operand is NaN; -0 < +0 is false.
 struct less_op : comparison_result {
   static constexpr std::string_view name = "less";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "less(a, b): a < b elementwise as a bool mask (operator< in C++). a and b have one dtype and "
+      "broadcast (NumPy rules: right-aligned, an extent of 1 stretches); in C++ one of them may be a "
+      "plain number. Any dtype. IEEE comparison: false where either operand is NaN; -0 < +0 is false. "
+      "No gradient: the result is piecewise constant, so neither operand gets an adjoint. Example: [1, "
+      "NaN, -0] < [2, 1, 0] is [true, false, false].";
+#endif
   template <class T>
   SYMFLOW_HD static auto apply(T a, T b) {
     return a < b;

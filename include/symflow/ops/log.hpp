@@ -17,6 +17,15 @@ struct exp_op;
 struct log_op : floating_result {
   static constexpr std::string_view name = "log";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "log(x), the natural logarithm, elementwise; f32 or f64. log(±0) = -Inf, log of a negative "
+      "number or of -Inf is NaN, log(+Inf) = +Inf, log(1) = 0, NaN stays NaN. On the host it is "
+      "Eigen's vectorized log (the same bits in SIMD and scalar code), with denormal inputs scaled "
+      "into the normal range first, so log(1.4e-45) in f32 is -103.28 as it should be. simplify: "
+      "log(1) -> 0, and log(exp x) -> x for every x (also more accurate: exp overflows past 88 in "
+      "f32). Gradient: g / x. Example: log(x) for x = [1, 0, -1] is [0, -Inf, NaN].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif

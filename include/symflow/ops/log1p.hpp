@@ -12,6 +12,13 @@ namespace ops {
 struct log1p_op : floating_result {
   static constexpr std::string_view name = "log1p";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "log1p(x) = log(1 + x), accurate for small x, elementwise; f32 (Eigen's vectorized log1p on the "
+      "host) or f64 (std::log1p). log1p(-1) = -Inf, log1p(x) for x < -1 is NaN, log1p(-0) = -0, "
+      "log1p(+Inf) = +Inf, NaN stays NaN. Gradient: g / (x + 1). Example: log1p(x) for x = [0, 1, -1] "
+      "is [0, 0.6931472, -Inf].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif

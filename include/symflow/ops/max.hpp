@@ -15,6 +15,19 @@ namespace symflow {
 namespace ops {
 struct max_op {
   static constexpr std::string_view name = "max";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "max(x), attributes axes and keepdims: the largest element over axes; in C++ max(x) reduces "
+      "every axis, max(x, axes<0, -1>) the listed ones (negative axes count from the end) and max(x, "
+      "axes<1>, keepdims) keeps them as extent 1; a graph lists its axes explicitly (an empty list "
+      "reduces nothing). f32, f64, i32 or i64 (the graph interpreter refuses bool). Combined with "
+      "maximum's IEEE rules, so the result does not depend on the order of combination: a NaN anywhere "
+      "in a slice gives NaN, and +0 beats -0. An empty slice gives -Inf (floats) or the dtype's lowest "
+      "value (integers). Gradient: the elements equal to the maximum share g evenly (k ties get g / k "
+      "each; -0 and +0 tie), the others get 0; a slice whose maximum is NaN gets NaN throughout. "
+      "Example: max with axes [1] of [[1, 5, 5], [2, NaN, 0]] is [5, NaN], and its gradient for g = "
+      "[1, 1] is [[0, 0.5, 0.5], [NaN, NaN, NaN]].";
+#endif
   // The result does not depend on the order elements are combined in (see combine below): any
   // evaluator may accumulate in T, and results agree bit for bit across evaluators.
   static constexpr bool order_independent = true;

@@ -15,6 +15,16 @@ namespace ops {
 // scalar form agree bit for bit (Eigen's pmax would return the second operand for a NaN in a packet).
 struct maximum_op : same_dtype_result {
   static constexpr std::string_view name = "maximum";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "maximum(a, b): the larger of a and b, elementwise. a and b have one dtype and broadcast (NumPy "
+      "rules: right-aligned, an extent of 1 stretches); in C++ one of them may be a plain number. Any "
+      "dtype. IEEE 754-2019 maximum: a NaN operand gives NaN (a's NaN when both are; NaN propagates as "
+      "in NumPy's maximum), and -0 < +0, so maximum(-0, +0) = +0 in either order; SIMD and scalar "
+      "forms agree bit for bit; for bool it is a logical or. Gradient: g to the larger operand, g / 2 "
+      "to each at a tie (a == b), nothing to either where one is NaN. Example: maximum([1, -0, NaN], "
+      "[2, 0, 3]) is [2, 0, NaN].";
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T a, T b) {
     if constexpr (std::numeric_limits<T>::has_infinity) {

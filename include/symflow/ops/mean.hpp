@@ -12,6 +12,17 @@ namespace symflow {
 namespace ops {
 struct mean_op {
   static constexpr std::string_view name = "mean";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "mean(x), attributes axes and keepdims: the sum over axes (accumulated as sum's) divided by the "
+      "number of elements reduced; in C++ mean(x) reduces every axis, mean(x, axes<0, -1>) the listed "
+      "ones (negative axes count from the end) and mean(x, axes<1>, keepdims) keeps them as extent 1; "
+      "a graph lists its axes explicitly (an empty list reduces nothing). f32, f64, i32 or i64 (the "
+      "graph interpreter refuses bool). Integer means truncate toward zero (the mean of [-1, -2, -4] "
+      "is -2). An empty mean is NaN for floats (0 for integers); a NaN, or +Inf with -Inf, gives NaN. "
+      "Gradient: g / count to every reduced element. Example: mean with axes [1] of [[1, 2, 3], [4, 5, "
+      "7]] is [2, 5.3333335].";
+#endif
   template <class T>
   static constexpr T identity() {
     return T(0);

@@ -15,6 +15,19 @@ namespace symflow {
 namespace ops {
 struct min_op {
   static constexpr std::string_view name = "min";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "min(x), attributes axes and keepdims: the smallest element over axes; in C++ min(x) reduces "
+      "every axis, min(x, axes<0, -1>) the listed ones (negative axes count from the end) and min(x, "
+      "axes<1>, keepdims) keeps them as extent 1; a graph lists its axes explicitly (an empty list "
+      "reduces nothing). f32, f64, i32 or i64 (the graph interpreter refuses bool). Combined with "
+      "minimum's IEEE rules, so the result does not depend on the order of combination: a NaN anywhere "
+      "in a slice gives NaN, and -0 beats +0. An empty slice gives +Inf (floats) or the dtype's max "
+      "(integers). Gradient: the elements equal to the minimum share g evenly (k ties get g / k each; "
+      "-0 and +0 tie), the others get 0; a slice whose minimum is NaN gets NaN throughout. Example: "
+      "min with axes [1] of [[3, 1, 1], [2, -0, 0]] is [1, -0], and its gradient for g = [1, 1] is "
+      "[[0, 0.5, 0.5], [0, 0.5, 0.5]].";
+#endif
   // The result does not depend on the order elements are combined in (see combine below): any
   // evaluator may accumulate in T, and results agree bit for bit across evaluators.
   static constexpr bool order_independent = true;

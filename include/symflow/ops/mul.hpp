@@ -15,6 +15,16 @@ namespace ops {
 // behaviour in C++, so integer operands are computed in unsigned arithmetic.
 struct mul_op : same_dtype_result {
   static constexpr std::string_view name = "mul";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "mul(a, b) = a * b (operator*), elementwise. a and b have one dtype and broadcast (NumPy rules: "
+      "right-aligned, an extent of 1 stretches); in C++ one of them may be a plain number. Any dtype. "
+      "Floats follow IEEE 754: NaN propagates, ±Inf * 0 = NaN, the sign of a zero result is the xor of "
+      "the signs (-0 * 5 = -0). Integers wrap (two's complement: 46341 * 46341 in i32 is -2147479015); "
+      "for bool it is a logical and. simplify: a literal 0 factor gives 0 (x * 0 -> 0, also for a NaN "
+      "or infinite x) and a literal 1 is dropped. Gradient: g * b for a, g * a for b. Example: [1, 2, "
+      "3] * 2 is [2, 4, 6].";
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T a, T b) {
     if constexpr (std::numeric_limits<T>::has_infinity) return a * b;

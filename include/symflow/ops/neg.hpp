@@ -16,6 +16,13 @@ namespace ops {
 // negation is done in unsigned arithmetic).
 struct neg_op : same_dtype_result {
   static constexpr std::string_view name = "neg";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "neg(x) = -x (unary operator-), elementwise; any dtype. Floats get their sign bit flipped: "
+      "neg(+0) = -0, neg(±Inf) = ∓Inf, and a NaN stays NaN with its sign flipped. Integers wrap: "
+      "neg(INT_MIN) = INT_MIN. bool is unchanged. simplify: -(-x) -> x, and the negation of a literal "
+      "0 is 0 (not -0). Gradient: -g. Example: neg(x) for x = [1, -2, 0] is [-1, 2, -0].";
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     if constexpr (std::numeric_limits<T>::has_infinity) return -x;

@@ -9,6 +9,15 @@ namespace ops {
 // IEEE comparison: true where either operand is NaN, false for -0 vs +0.
 struct not_equal_op : comparison_result {
   static constexpr std::string_view name = "not_equal";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "not_equal(a, b): a != b elementwise as a bool mask (not_equal(a, b); operator!= is not "
+      "overloaded in C++). a and b have one dtype and broadcast (NumPy rules: right-aligned, an extent "
+      "of 1 stretches); in C++ one of them may be a plain number. Any dtype. IEEE comparison: true "
+      "where either operand is NaN (NaN != NaN); -0 != +0 is false. No gradient: the result is "
+      "piecewise constant, so neither operand gets an adjoint. Example: not_equal([1, NaN, -0], [1, "
+      "NaN, 0]) is [false, true, false].";
+#endif
   template <class T>
   SYMFLOW_HD static auto apply(T a, T b) {
     return a != b;

@@ -14,6 +14,17 @@ namespace ops {
 struct pow_op : floating_result {
   static constexpr std::string_view name = "pow";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "pow(a, b) = a^b, elementwise, by C's pow (std::pow; no SIMD form); f32 or f64. a and b have one "
+      "dtype and broadcast (NumPy rules: right-aligned, an extent of 1 stretches); in C++ one of them "
+      "may be a plain number. pow(x, ±0) = 1 and pow(1, y) = 1 even for a NaN x or y, otherwise NaN in "
+      "gives NaN; a negative base with a non-integer exponent gives NaN (pow(-8, 1/3)); pow(+0, -1) = "
+      "+Inf, pow(-0, -1) = -Inf, pow(2, -Inf) = 0. Gradient: g * b * pow(a, b - 1) for a and g * y * "
+      "log(a) for b (y = a^b), taken literally: at a = 0 the exponent's gradient is NaN (0 * -Inf), so "
+      "is the base's when b = 0, and the exponent's is NaN wherever a < 0. Example: pow([2, 9, -8], "
+      "[3, 0.5, 2]) is [8, 3, 64].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   static constexpr bool costly = true;
 #endif
   template <class T>

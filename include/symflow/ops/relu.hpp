@@ -16,6 +16,13 @@ namespace ops {
 // The packet form selects the same way, so a NaN's bits do not depend on its position.
 struct relu_op : same_dtype_result {
   static constexpr std::string_view name = "relu";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "relu(x) = max(x, 0), elementwise: x where x > 0, else +0; any dtype. relu(-0) = +0, relu(+Inf) "
+      "= +Inf, relu(-Inf) = 0, and a NaN stays NaN (the operand itself, the same bits in SIMD and "
+      "scalar code). Gradient: g where x > 0, else 0 (0 at x = 0 and at NaN). Example: relu(x) for x = "
+      "[-1, 0, 2] is [0, 0, 2].";
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     return x <= T(0) ? T(0) : x;  // false for NaN

@@ -12,6 +12,14 @@ namespace ops {
 struct rsqrt_op : floating_result {
   static constexpr std::string_view name = "rsqrt";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "rsqrt(x) = 1 / sqrt(x), elementwise; f32 or f64, with two IEEE roundings (a correctly rounded "
+      "sqrt, then a division, not a hardware estimate; SIMD and scalar forms agree bit for bit). "
+      "rsqrt(+0) = +Inf, rsqrt(-0) = -Inf, rsqrt(+Inf) = 0, a negative x gives NaN, NaN stays NaN. "
+      "Gradient: g * -0.5 * y^3 (y = rsqrt(x)). Example: rsqrt(x) for x = [4, 0.25, 0] is [0.5, 2, "
+      "+Inf].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif

@@ -13,6 +13,14 @@ namespace ops {
 struct sigmoid_op : floating_result {
   static constexpr std::string_view name = "sigmoid";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "sigmoid(x) = 1 / (1 + exp(-x)), elementwise, computed by that formula (with Eigen's vectorized "
+      "exp on the host); f32 or f64. sigmoid(-Inf) = 0, sigmoid(+Inf) = 1, sigmoid(±0) = 0.5, NaN "
+      "stays NaN. Where exp(-x) overflows (x below about -88.7 in f32) the result is 0, not the "
+      "denormal it would round to. Gradient: g * y * (1 - y) (y = sigmoid(x)). Example: sigmoid(x) for "
+      "x = [0, 1, -Inf] is [0.5, 0.7310586, 0].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif

@@ -14,6 +14,13 @@ namespace ops {
 // sign(-0) = -0, sign(+0) = +0 (IEEE-style, as JAX/XLA; NumPy gives +0 for -0).
 struct sign_op : same_dtype_result {
   static constexpr std::string_view name = "sign";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "sign(x), elementwise: 1 where x > 0, -1 where x < 0, and x itself otherwise, so sign(-0) = -0, "
+      "sign(+0) = +0 and sign(NaN) = NaN. Any dtype (integers give -1, 0 or 1; bool is unchanged). "
+      "Gradient: 0 (the derivative is 0 wherever it exists). Example: sign(x) for x = [-3, -0, 2.5] is "
+      "[-1, -0, 1].";
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;

@@ -12,6 +12,13 @@ namespace ops {
 struct sin_op : floating_result {
   static constexpr std::string_view name = "sin";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "sin(x), x in radians, elementwise; f32 (Eigen's vectorized sin on the host: the same bits in "
+      "SIMD and scalar code, not necessarily std::sin's) or f64 (std::sin). sin(±Inf) = NaN, sin(-0) = "
+      "-0, NaN stays NaN. Gradient: g * cos(x). Example: sin(x) for x = [0, 1, -Inf] is [0, "
+      "0.84147102, NaN].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif

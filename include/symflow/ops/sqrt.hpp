@@ -13,6 +13,13 @@ namespace ops {
 struct sqrt_op : floating_result {
   static constexpr std::string_view name = "sqrt";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "sqrt(x), elementwise; f32 or f64, correctly rounded (the vectorized form gives std::sqrt's "
+      "bits). sqrt(-0) = -0, sqrt of a negative number is NaN, sqrt(+Inf) = +Inf, NaN stays NaN. "
+      "Gradient: g * 0.5 / y (y = sqrt(x)), so +Inf times g at x = 0. Example: sqrt(x) for x = [4, 2, "
+      "-1] is [2, 1.4142135, NaN].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif

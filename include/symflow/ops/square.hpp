@@ -15,6 +15,12 @@ namespace ops {
 // behaviour in C++, so integer operands are computed in unsigned arithmetic.
 struct square_op : same_dtype_result {
   static constexpr std::string_view name = "square";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "square(x) = x * x, elementwise, one multiplication as mul; any dtype. square(-0) = +0, "
+      "square(±Inf) = +Inf, NaN stays NaN; integers wrap (46341^2 in i32 is -2147479015); bool is "
+      "unchanged. Gradient: g * 2 * x. Example: square(x) for x = [-3, 0.5, 2] is [9, 0.25, 4].";
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T x) {
     if constexpr (std::numeric_limits<T>::has_infinity) return x * x;

@@ -15,6 +15,15 @@ namespace ops {
 // behaviour in C++, so integer operands are computed in unsigned arithmetic.
 struct sub_op : same_dtype_result {
   static constexpr std::string_view name = "sub";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "sub(a, b) = a - b (binary operator-), elementwise. a and b have one dtype and broadcast (NumPy "
+      "rules: right-aligned, an extent of 1 stretches); in C++ one of them may be a plain number. Any "
+      "dtype. Floats follow IEEE 754: NaN propagates, Inf - Inf = NaN, +0 - +0 = +0. Integers wrap "
+      "(two's complement); for bool it is a logical xor. simplify: x - 0 -> x, 0 - x -> -x, and x - x "
+      "-> 0 where both sides are one value by their types (even though x - x is NaN for an infinite or "
+      "NaN x). Gradient: g for a, -g for b. Example: [5, 1] - [2, 3] is [3, -2].";
+#endif
   template <class T>
   SYMFLOW_HD static T apply(T a, T b) {
     if constexpr (std::numeric_limits<T>::has_infinity) return a - b;

@@ -12,6 +12,19 @@ namespace symflow {
 namespace ops {
 struct sum_op {
   static constexpr std::string_view name = "sum";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "sum(x), attributes axes and keepdims: the sum of x's elements over axes; in C++ sum(x) reduces "
+      "every axis, sum(x, axes<0, -1>) the listed ones (negative axes count from the end) and sum(x, "
+      "axes<1>, keepdims) keeps them as extent 1; a graph lists its axes explicitly (an empty list "
+      "reduces nothing). f32, f64, i32 or i64 (the graph interpreter refuses bool). An empty sum is 0. "
+      "Floats: IEEE additions, so a NaN, or +Inf with -Inf, gives NaN; the order of the additions is "
+      "the evaluator's (compiled code adds in the element type with SIMD accumulators, the graph "
+      "interpreter accumulates in double), so the two may differ in the last bits. Integers are added "
+      "in the element type; an overflowing integer sum is C++ signed overflow (undefined, unlike add, "
+      "which wraps). Gradient: g broadcast back over the reduced axes. Example: sum with axes [1] of "
+      "[[1, 2, 3], [4, 5, 6]] is [6, 15].";
+#endif
   template <class T>
   static constexpr T identity() {
     return T(0);

@@ -12,6 +12,13 @@ namespace ops {
 struct tanh_op : floating_result {
   static constexpr std::string_view name = "tanh";
 #ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "tanh(x), elementwise; f32 (Eigen's vectorized tanh on the host: the same bits in SIMD and "
+      "scalar code) or f64 (std::tanh). tanh(±Inf) = ±1, tanh(-0) = -0, NaN stays NaN; large |x| "
+      "saturates to ±1. Gradient: g * (1 - y^2) (y = tanh(x)). Example: tanh(x) for x = [0, 1, -Inf] "
+      "is [0, 0.76159418, -1].";
+#endif
+#ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
   static constexpr bool costly = true;
 #endif

@@ -58,7 +58,7 @@ class Tool:
 def case_help(tool, data):
     out = tool.run("--help").stdout
     for word in ("usage: symflow", "inspect FILE", "dot FILE", "run FILE --feed NAME=PATH.npy", "grad FILE --wrt NAME",
-                 "convert IN OUT"):
+                 "convert IN OUT", "\n  ops\n"):
         if word not in out:
             fail("--help lacks %r" % word)
     if tool.run("run", "--help").stdout != out:
@@ -112,6 +112,29 @@ def case_convert(tool, data):
         with open(tool.file(path), "rb") as f:
             if f.read() != want:
                 fail("convert: %s differs from the fixture" % path)
+
+
+def case_ops(tool, data, reference):
+    """`symflow ops` prints a section with a doc string for every op (it exits 1 naming any op
+    without one), and docs/ops.md is exactly that output."""
+    out = tool.run("ops").stdout
+    sections = [s for s in out.split("\n## ")[1:]]
+    if not sections:
+        fail("symflow ops printed no op sections")
+    for section in sections:
+        name, _, body = section.partition("\n")
+        paragraphs = [p for p in body.split("\n\n") if p.strip()]
+        if len(paragraphs) < 2 or "Example" not in paragraphs[-1]:
+            fail("symflow ops: the section of %r has no doc paragraph ending with an example" % name)
+    tool.refuses(["ops", "extra"], "ops: expected")
+    with open(reference, encoding="utf-8") as f:
+        saved = f.read()
+    if saved != out:
+        import difflib
+        diff = "".join(list(difflib.unified_diff(saved.splitlines(True), out.splitlines(True), reference,
+                                                 "symflow ops"))[:40])
+        fail("%s differs from the output of `symflow ops`; regenerate it with\n"
+             "  symflow ops > docs/ops.md\n%s" % (reference, diff))
 
 
 def write_npy(np, path, array):
@@ -304,12 +327,15 @@ def main():
     parser.add_argument("--data", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--model")
+    parser.add_argument("--reference", help="docs/ops.md, for the case ops")
     parser.add_argument("case")
     a = parser.parse_args()
     work = os.path.join(a.work, a.case)  # one folder per case: ctest may run them in parallel
     tool = Tool(a.symflow, work)
     if a.case == "model":
         case_model(tool, a.data, a.model)
+    elif a.case == "ops":
+        case_ops(tool, a.data, a.reference)
     else:
         globals()["case_" + a.case](tool, a.data)
     print("passed: " + a.case)

@@ -1,7 +1,10 @@
 #pragma once
 #include <vector>
 #include <array>
+#include <cstdint>
+#include <utility>
 
+#include "fixed_value.hpp"
 #include "node.hpp"
 
 namespace symflow {
@@ -141,6 +144,13 @@ struct reduction_function {
                   source_site where = source_site::current()) const {
     return make_reduction<Op>(a, ax, where, k);
   }
+  // Axes as a derivative rule's attribute value (expr/derivative_rule.hpp), without keepdims.
+  template <expression A, integer_list Axes>
+  auto operator()(const A& a, fixed<Axes>, source_site where = source_site::current()) const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return make_reduction<Op>(a, axes_t<int(Axes[I])...>{}, where);
+    }(std::make_index_sequence<Axes.size()>{});
+  }
   // Other operands (a graph builder's handles, runtime/builder.hpp) reduce through the
   // reduce_value function found next to their type, with the axes as values.
   template <class A, class... Rest>
@@ -148,8 +158,9 @@ struct reduction_function {
   auto operator()(const A& a, const Rest&... rest) const {
     std::vector<int> axes;
     bool keep = false;
-    auto read = [&]<class R>(const R&) {
+    auto read = [&]<class R>(const R& r) {
       if constexpr (std::is_same_v<R, keepdims_t>) keep = true;
+      else if constexpr (std::is_same_v<R, std::vector<std::int64_t>>) axes.assign(r.begin(), r.end());
       else axes = axes_of(R{});
     };
     (read(rest), ...);

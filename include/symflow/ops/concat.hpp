@@ -4,6 +4,7 @@
 #include <vector>
 #include <cstring>
 
+#include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "../expr/leaves.hpp"
@@ -26,23 +27,8 @@ struct concat_op {
   static constexpr bool contiguous_operands = true;
   // Attributes for the graph value (graph/).
   template <class V>
-  static void visit_attributes(V&& v) {
+  static constexpr void visit_attributes(V&& v) {
     v("axis", Axis);
-  }
-  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
-  // rule, built on a graph builder's handles because its attributes are values there.
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
-    const std::int64_t axis = a.integer("axis");
-    std::vector<std::optional<H>> out;
-    std::int64_t at = 0;
-    for (const auto& part : x) {
-      const std::int64_t size = part.shape().at(std::size_t(axis));
-      if (size < 0) throw shape_error("the gradient of concat needs known extents along the concatenation axis");
-      out.push_back(b.apply("slice", {g}, {{"axis", axis}, {"begin", at}, {"end", at + size}}));
-      at += size;
-    }
-    return out;
   }
   // Runtime form (graph interpreter and builder): the axis and the operand count are values.
   template <class Attrs>
@@ -130,20 +116,18 @@ struct concat_op {
       return concat<Axis>(part(std::integral_constant<std::size_t, I>{})...);
     }(std::make_index_sequence<sizeof...(TI) / 2>{});
   }
-  // Each operand's adjoint is its part of g; the offsets along Axis must be static.
-  template <class G, class Y, class... In>
-  static auto gradient(const G& g, const Y&, const In&... in) {
-    static_assert(((shape_of<In>::extents[Axis] != dyn) && ...),
-                  "symflow: the gradient of concat needs static extents along the concatenation axis");
-    constexpr std::array<std::size_t, sizeof...(In)> sizes{shape_of<In>::extents[Axis]...};
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      constexpr auto offset = [](std::size_t i, const auto& s) {
-        std::size_t o = 0;
-        for (std::size_t k = 0; k < i; ++k) o += s[k];
-        return o;
-      };
-      return tuple_of(narrow<Axis>(g, offset(I, sizes), offset(I, sizes) + sizes[I])...);
-    }(std::index_sequence_for<In...>{});
+  // Derivative rule (expr/derivative_rule.hpp): each operand's adjoint is its part of g, cut at
+  // offsets along the axis that must be known (static extents on expression types).
+  static constexpr bool derivative_of_parts = true;
+  static auto derivative(const auto& self, const auto& g, const auto&, const auto& parts) {
+    const auto axis = integer<"axis">(self);
+    std::int64_t at = 0;
+    return map_parts(parts, [&](const auto& part) {
+      const std::int64_t size = std::int64_t(rule_detail::plain(known_extent(part, axis)));
+      const auto piece = slice(g, axis, std::size_t(at), std::size_t(at + size));
+      at += size;
+      return piece;
+    });
   }
 
   // Each operand contributes a contiguous block of `inner` elements per outer index.

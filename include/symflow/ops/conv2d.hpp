@@ -76,9 +76,10 @@ struct conv2d_op : conv2d_attributes<Stride, Padding> {
                             w.data(), out.data());
   }
   // dX = conv2d_backprop_input(g, w, like x), dW = conv2d_backprop_filter(x, g, like w).
-  template <class G, class Y, class X, class W>
-  static auto gradient(const G& g, const Y&, const X& x, const W& w) {
-    return tuple_of(conv2d_backprop_input<Stride, Padding>(g, w, x), conv2d_backprop_filter<Stride, Padding>(x, g, w));
+  // Derivative rule (expr/derivative_rule.hpp): both adjoints are convolutions of the family.
+  static auto derivative(const auto& self, const auto& g, const auto&, const auto& x, const auto& w) {
+    return std::tuple{apply_kernel(sibling<conv2d_backprop_input_op>(self), g, w, x),
+                      apply_kernel(sibling<conv2d_backprop_filter_op>(self), x, g, w)};
   }
   // Bilinear: d conv(x, w) = conv(dx, w) + conv(x, dw).
   template <class Y, class TX, class TW, class X, class W>
@@ -108,11 +109,6 @@ struct conv2d_op : conv2d_attributes<Stride, Padding> {
       using T = decltype(t);
       conv_detail::forward<T>(g, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data), out.as<T>());
     });
-  }
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
-    return {conv_detail::apply_with(b, "conv2d_backprop_input", std::vector<H>{g, x[1], x[0]}, a),
-            conv_detail::apply_with(b, "conv2d_backprop_filter", std::vector<H>{x[0], g, x[1]}, a)};
   }
 };
 }  // namespace ops

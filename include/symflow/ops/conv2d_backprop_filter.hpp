@@ -73,9 +73,11 @@ struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
                                     x.data(), g.data(), out.data());
   }
   // <A, bpf(X, G)> = <conv2d(X, A), G>: so dX = conv2d_backprop_input(G, A) and dG = conv2d(X, A).
-  template <class A, class Y, class X, class G, class W>
-  static auto gradient(const A& a, const Y&, const X& x, const G& g, const W&) {
-    return tuple_of(conv2d_backprop_input<Stride, Padding>(g, a, x), conv2d<Stride, Padding>(x, a), no_gradient{});
+  // Derivative rule (expr/derivative_rule.hpp): linear in x and in g, so both adjoints are
+  // convolutions of the family; w supplies extents only.
+  static auto derivative(const auto& self, const auto& a, const auto&, const auto& x, const auto& g, const auto&) {
+    return std::tuple{apply_kernel(sibling<conv2d_backprop_input_op>(self), g, a, x), apply_kernel(sibling<conv2d_op>(self), x, a),
+                      no_gradient{}};
   }
   template <class Y, class TX, class TG, class TW, class X, class G, class W>
   static auto tangent(const Y&, const TX& tx, const TG& tg, const TW&, const X& x, const G& g, const W& w) {
@@ -104,11 +106,6 @@ struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
       using T = decltype(t);
       conv_detail::backprop_filter<T>(geo, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data), out.as<T>());
     });
-  }
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
-    return {conv_detail::apply_with(b, "conv2d_backprop_input", std::vector<H>{x[1], g, x[0]}, a),
-            conv_detail::apply_with(b, "conv2d", std::vector<H>{x[0], g}, a), std::nullopt};
   }
 };
 }  // namespace ops

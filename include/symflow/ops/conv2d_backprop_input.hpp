@@ -97,9 +97,11 @@ struct conv2d_backprop_input_op : conv2d_attributes<Stride, Padding> {
                                    g.data(), w.data(), out.data());
   }
   // <A, bpi(G, W)> = <conv2d(A, W), G>: so dG = conv2d(A, W) and dW = conv2d_backprop_filter(A, G).
-  template <class A, class Y, class G, class W, class X>
-  static auto gradient(const A& a, const Y&, const G& g, const W& w, const X&) {
-    return tuple_of(conv2d<Stride, Padding>(a, w), conv2d_backprop_filter<Stride, Padding>(a, g, w), no_gradient{});
+  // Derivative rule (expr/derivative_rule.hpp): linear in g and in w, so both adjoints are
+  // convolutions of the family; x supplies extents only.
+  static auto derivative(const auto& self, const auto& a, const auto&, const auto& g, const auto& w, const auto&) {
+    return std::tuple{apply_kernel(sibling<conv2d_op>(self), a, w), apply_kernel(sibling<conv2d_backprop_filter_op>(self), a, g, w),
+                      no_gradient{}};
   }
   template <class Y, class TG, class TW, class TX, class G, class W, class X>
   static auto tangent(const Y&, const TG& tg, const TW& tw, const TX&, const G& g, const W& w, const X& x) {
@@ -128,11 +130,6 @@ struct conv2d_backprop_input_op : conv2d_attributes<Stride, Padding> {
       using T = decltype(t);
       conv_detail::backprop_input<T>(geo, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data), out.as<T>());
     });
-  }
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
-    return {conv_detail::apply_with(b, "conv2d", std::vector<H>{g, x[1]}, a),
-            conv_detail::apply_with(b, "conv2d_backprop_filter", std::vector<H>{g, x[0], x[1]}, a), std::nullopt};
   }
 };
 }  // namespace ops

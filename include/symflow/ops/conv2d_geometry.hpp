@@ -29,6 +29,7 @@
 #include "../core/aligned_buffer.hpp"
 #include "../core/tensor.hpp"
 #include "../core/parallel.hpp"
+#include "../expr/derivative_rule.hpp"
 #include "../expr/leaves.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
@@ -39,6 +40,14 @@ namespace symflow {
 enum class padding : std::uint8_t { valid, same };
 
 namespace ops {
+// The convolution family: each op's derivative rule names the others.
+template <std::size_t Stride, padding Padding>
+struct conv2d_op;
+template <std::size_t Stride, padding Padding>
+struct conv2d_backprop_input_op;
+template <std::size_t Stride, padding Padding>
+struct conv2d_backprop_filter_op;
+
 namespace conv_detail {
 
 constexpr std::size_t output_extent(std::size_t in, std::size_t k, std::size_t stride, padding p) {
@@ -244,11 +253,6 @@ geometry runtime_geometry(const Attrs& a, const runtime_extents& x, const runtim
 inline void expect_operands(const std::vector<runtime_extents>& in, std::size_t n, const std::string& who) {
   if (in.size() != n)
     throw shape_error(who + ": takes " + std::to_string(n) + " operands, not " + std::to_string(in.size()));
-}
-// The same op applied at run time with this node's stride and padding.
-template <class B, class Attrs, class H>
-H apply_with(B& b, std::string_view op, const std::vector<H>& in, const Attrs& a) {
-  return b.apply(op, in, {{"stride", a.integer("stride")}, {"same_padding", a.boolean("same_padding")}});
 }
 
 // The sum of a tangent's two parts, either of which may be absent (no_gradient).

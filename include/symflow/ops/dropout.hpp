@@ -27,6 +27,7 @@
 #include "../core/tensor.hpp"
 #include "../core/parallel.hpp"
 #include "../expr/runtime_forms.hpp"
+#include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "conv2d_geometry.hpp"
 
@@ -96,11 +97,11 @@ struct dropout_op {
   void run_cpu(const Out& out, const X& x) const {
     dropout_detail::run<T>(x.data(), out.data(), x.size(), rate, seed);
   }
-  // The same mask and scale applied to the adjoint (and to a tangent).
-  template <class G, class Y, class X>
-  auto gradient(const G& g, const Y&, const X&) const {
-    return tuple_of(dropout(g, rate, seed));
+  // Derivative rule (expr/derivative_rule.hpp): the same op (mask and scale) applied to the adjoint.
+  static auto derivative(const auto& self, const auto& g, const auto&, const auto&) {
+    return tuple_of(apply_kernel(self, g));
   }
+  // The same mask and scale applied to a tangent.
   template <class Y, class TX, class X>
   auto tangent(const Y&, const TX& tx, const X&) const {
     if constexpr (is_no_gradient_v<TX>) return no_gradient{};
@@ -120,10 +121,6 @@ struct dropout_op {
       dropout_detail::run<T>(static_cast<const T*>(in[0].data), out.as<T>(), element_count(in[0].extents),
                              a.number("rate"), std::uint64_t(a.integer("seed")));
     });
-  }
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>&) {
-    return {b.apply(name, {g}, {{"rate", a.number("rate")}, {"seed", a.integer("seed")}})};
   }
 };
 }  // namespace ops

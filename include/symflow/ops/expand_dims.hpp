@@ -4,6 +4,7 @@
 #include <vector>
 #include <bit>
 
+#include "../expr/derivative_rule.hpp"
 #include "../expr/reduction.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
@@ -33,7 +34,7 @@ struct expand_dims_op {
     return out;
   }();
   template <class V>
-  static void visit_attributes(V&& v) {
+  static constexpr void visit_attributes(V&& v) {
     v("axes", axes_list);
   }
 
@@ -67,12 +68,6 @@ struct expand_dims_op {
     out.offset = in.offset;
     return out;
   }
-  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
-  // rule, built on a graph builder's handles because its attributes are values there.
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>&) {
-    return {b.apply("sum", {g}, {{"axes", a.integers("axes")}, {"keepdims", false}})};
-  }
   // Runtime form (graph interpreter and builder): the inserted positions are values.
   template <class Attrs>
   static runtime_layout runtime_view(const Attrs& a, const runtime_layout& in, const std::string& who) {
@@ -92,9 +87,12 @@ struct expand_dims_op {
     }
     return out;
   }
-  template <class G, class X>
-  static auto gradient(const G& g, const X&) {
-    return tuple_of(reduction<sum_op, G, Bits, false>{{}, operands_of_values(g), {}});
+  // Derivative rule (expr/derivative_rule.hpp): the adjoint summed over the inserted axes.
+  static auto derivative(const auto& self, const auto& g, const auto&, const auto&) {
+    const auto inserted = integers<"axes">(self);
+    return choose(
+        lift([](const auto& axes) { return axes.size() == 0; }, inserted), [](const auto& g, const auto&) { return tuple_of(g); },
+        [](const auto& g, const auto& axes) { return tuple_of(sum(g, axes)); }, g, inserted);
   }
 };
 }  // namespace ops

@@ -7,6 +7,7 @@
 #include "../core/tensor.hpp"
 #include "../expr/diagnostics.hpp"
 #include "../expr/leaves.hpp"
+#include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 
@@ -128,26 +129,6 @@ struct matmul_op {
     });
   }
 
-  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
-  // rule, built on a graph builder's handles because its attributes are values there.
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs&, const H& g, const H&, const std::vector<H>& x) {
-    auto swap_last = [&](const H& v) {
-      std::vector<std::int64_t> perm(v.rank());
-      for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = std::int64_t(i);
-      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-      return b.apply("transpose", {v}, {{"perm", perm}});
-    };
-    const H& a = x[0];
-    const H& m = x[1];
-    if (a.rank() == 3 && m.rank() == 2) {  // the batch folds into the rows of dB's product
-      const std::int64_t k = a.shape()[2], n = g.shape()[2];
-      return {b.apply(name, {g, swap_last(m)}),
-              b.apply(name, {swap_last(b.apply("reshape", {a}, {{"shape", std::vector<std::int64_t>{-1, k}}})),
-                             b.apply("reshape", {g}, {{"shape", std::vector<std::int64_t>{-1, n}}})})};
-    }
-    return {b.apply(name, {g, swap_last(m)}), b.apply(name, {swap_last(a), g})};
-  }
   // Forward mode: d(AB) = dA B + A dB.
   template <class Y, class TA, class TB, class A, class B>
   static auto tangent(const Y&, const TA& ta, const TB& tb, const A& a, const B& b) {
@@ -155,19 +136,30 @@ struct matmul_op {
     else if constexpr (is_no_gradient_v<TB>) return matmul(ta, b);
     else return matmul(ta, b) + matmul(a, tb);
   }
-  // dA = g Bt, dB = At g; for [B,M,K]x[K,N] the batch folds into the rows of dB's product.
-  template <class G, class Y, class A, class B>
-  static auto gradient(const G& g, const Y&, const A& a, const B& b) {
-    if constexpr (rank_of<A> == 3 && rank_of<B> == 2) {
-      constexpr std::size_t K = shape_of<A>::extents[2], N = shape_of<G>::extents[2];
-      static_assert(K != dyn && N != dyn,
-                    "symflow: the gradient of a [B,M,K]x[K,N] matmul needs static K and N");
-      return tuple_of(matmul(g, transpose(b)),
-                        matmul(transpose(reshape<shape<dyn, K>>(a)), reshape<shape<dyn, N>>(g)));
-    } else {
-      return tuple_of(matmul(g, transpose(b)), matmul(transpose(a), g));
-    }
+  // Derivative rule (expr/derivative_rule.hpp): dA = g Bt, dB = At g; for [B,M,K]x[K,N] the
+  // batch folds into the rows of dB's product, which needs K and N known.
+  static auto derivative(const auto&, const auto& g, const auto&, const auto& a, const auto& b) {
+    const auto folded = lift([](auto ra, auto rb) { return ra == 3 && rb == 2; }, rank_value(a), rank_value(b));
+    return choose(
+        folded,
+        [](const auto& g, const auto& a, const auto& b) {
+          const auto rows = [](const auto& x) {  // [B, M, K] -> [B*M, K]
+            return reshape(x, lift(rows_shape{}, known_extent(x, fixed<2>{})));
+          };
+          return std::tuple{matmul(g, transpose(b)), matmul(transpose(rows(a)), rows(g))};
+        },
+        [](const auto& g, const auto& a, const auto& b) { return std::tuple{matmul(g, transpose(b)), matmul(transpose(a), g)}; },
+        g, a, b);
   }
+  struct rows_shape {
+    constexpr integer_list operator()(std::int64_t columns) const {
+      integer_list out;
+      out.count = 2;
+      out[0] = -1;
+      out[1] = columns;
+      return out;
+    }
+  };
   template <class T, class Out, class A, class B>
   static void run_cpu(const Out& out, const A& a, const B& b) {
     using matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

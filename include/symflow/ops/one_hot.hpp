@@ -4,6 +4,7 @@
 #include <vector>
 #include <algorithm>
 
+#include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 
@@ -49,12 +50,6 @@ struct one_hot_op {
     out[R] = Depth;
     return out;
   }
-  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
-  // rule, built on a graph builder's handles because its attributes are values there.
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B&, const Attrs&, const H&, const H&, const std::vector<H>&) {
-    return {std::nullopt};
-  }
   // Runtime form (graph interpreter and builder): the depth and the result dtype are values.
   template <class Attrs>
   static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
@@ -87,10 +82,8 @@ struct one_hot_op {
   static auto tangent(const Y&, const TL&, const L&) {
     return no_gradient{};
   }
-  template <class G, class Y, class L>
-  static auto gradient(const G&, const Y&, const L&) {
-    return tuple_of(no_gradient{});
-  }
+  // Derivative rule (expr/derivative_rule.hpp): piecewise constant, so nothing flows back.
+  static auto derivative(const auto&, const auto&, const auto&, const auto&) { return tuple_of(no_gradient{}); }
   template <class T, class Out, class Labels>
   static void run_cpu(const Out& out, const Labels& labels) {
     const std::size_t n = labels.size();
@@ -108,6 +101,11 @@ auto one_hot(const L& labels, source_site where = source_site::current()) {
   static_assert(std::is_integral_v<value_type_of<L>> && !std::is_same_v<value_type_of<L>, bool>,
                 "symflow: one_hot takes integer labels");
   return make_kernel(ops::one_hot_op<Depth, To>{}, where, labels);
+}
+// With the depth as a rule's attribute value (expr/derivative_rule.hpp) and `like`'s dtype.
+template <expression L, auto Depth, expression Like>
+auto one_hot(const L& labels, fixed<Depth>, const Like&) {
+  return one_hot<std::size_t(Depth), value_type_of<Like>>(labels, source_site{});
 }
 }  // namespace symflow
 #endif  // SYMFLOW_OPS_ONE_HOT_HPP

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../core/tensor.hpp"
+#include "../expr/derivative_rule.hpp"
 #include "../expr/leaves.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
@@ -159,12 +160,6 @@ geometry runtime_geometry(const Attrs& a, std::string_view op, const runtime_ext
                       std::to_string(stride));
   return checked_geometry(who, op, x, std::size_t(window), std::size_t(stride));
 }
-template <class B, class Attrs, class H>
-H apply_with(B& b, std::string_view op, const std::vector<H>& in, const Attrs& a) {
-  return b.apply(op, in, {{"window", a.integer("window")}, {"stride", a.integer("stride")}});
-}
-template <class T>
-inline constexpr bool always_false = false;
 }  // namespace pool_detail
 
 template <std::size_t Window, std::size_t Stride>
@@ -235,10 +230,6 @@ struct pool2d_forward_rules : pool2d_shape_rules<Window, Stride> {
       Pooling::template forward<T>(geo, static_cast<const T*>(in[0].data), out.as<T>());
     });
   }
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
-    return {pool_detail::apply_with(b, Pooling::backward_name, std::vector<H>{g, x[0]}, a)};
-  }
 };
 
 // The adjoint of pooling, (g [N,OH,OW,C], x [N,H,W,C]) -> [N,H,W,C]: g must have the extents the
@@ -264,6 +255,12 @@ struct pool2d_backward_rules : pool2d_shape_rules<Window, Stride> {
   }
 };
 
+// The adjoints of pooling, below.
+template <std::size_t Window, std::size_t Stride>
+struct max_pool2d_backward_op;
+template <std::size_t Window, std::size_t Stride>
+struct avg_pool2d_backward_op;
+
 template <std::size_t Window, std::size_t Stride>
 struct max_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::max_pooling> {
   static constexpr std::string_view doc =
@@ -276,9 +273,9 @@ struct max_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::max_poo
       "it is the window's first element: a NaN further on is never greater and is skipped. Gradient: "
       "max_pool2d_backward(g, x), which routes g to each window's first maximum. Example: window 2, "
       "stride 2 of x = [[1, 3], [2, 0]] (as [1, 2, 2, 1]) is [[3]] (as [1, 1, 1, 1]).";
-  template <class G, class Y, class X>
-  static auto gradient(const G& g, const Y&, const X& x) {
-    return tuple_of(max_pool2d_backward<Window, Stride>(g, x));
+  // Derivative rule (expr/derivative_rule.hpp): g routed back by the backward op of the family.
+  static auto derivative(const auto& self, const auto& g, const auto&, const auto& x) {
+    return tuple_of(apply_kernel(sibling<max_pool2d_backward_op>(self), g, x));
   }
 };
 
@@ -302,9 +299,10 @@ struct max_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detai
   }
   // The result is linear in g (a gather would be its adjoint) and piecewise constant in x; neither
   // rule exists yet, so second derivatives through max-pooling are refused rather than wrong.
-  template <class A, class Y, class G, class X>
-  static auto gradient(const A&, const Y&, const G&, const X&) {
-    static_assert(pool_detail::always_false<A>, "symflow: second derivatives through max_pool2d are not supported");
+  template <class Self>
+  static auto derivative(const Self&, const auto&, const auto&, const auto&, const auto&) {
+    static_assert(!rule_on_types_v<Self>, "symflow: second derivatives through max_pool2d are not supported");
+    throw value_error("differentiate: second derivatives through max_pool2d are not supported");
     return tuple_of(no_gradient{}, no_gradient{});
   }
   template <class Attrs>
@@ -314,10 +312,6 @@ struct max_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detai
       using T = decltype(t);
       pool_detail::max_backward<T>(geo, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data), out.as<T>());
     });
-  }
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B&, const Attrs&, const H&, const H&, const std::vector<H>&) {
-    throw value_error("differentiate: second derivatives through max_pool2d are not supported");
   }
 };
 
@@ -332,9 +326,9 @@ struct avg_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::avg_poo
       "by row, then divided, so a NaN, or +Inf together with -Inf, in a window gives NaN, and an Inf "
       "alone gives that Inf. Gradient: avg_pool2d_backward(g, like x). Example: window 2 of x = [[1, "
       "3], [2, 0]] (as [1, 2, 2, 1]) is [[1.5]].";
-  template <class G, class Y, class X>
-  static auto gradient(const G& g, const Y&, const X& x) {
-    return tuple_of(avg_pool2d_backward<Window, Stride>(g, x));
+  // Derivative rule (expr/derivative_rule.hpp): g spread back by the backward op of the family.
+  static auto derivative(const auto& self, const auto& g, const auto&, const auto& x) {
+    return tuple_of(apply_kernel(sibling<avg_pool2d_backward_op>(self), g, x));
   }
   template <class Y, class TX, class X>
   static auto tangent(const Y&, const TX& tx, const X&) {
@@ -361,10 +355,10 @@ struct avg_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detai
     pool_detail::avg_backward<T>(pool_detail::checked_geometry(rules::name, rules::name, out.extents(), Window, Stride), g.data(),
                                  out.data());
   }
-  // Linear in g: its adjoint is the forward pooling of the incoming adjoint.
-  template <class A, class Y, class G, class X>
-  static auto gradient(const A& a, const Y&, const G&, const X&) {
-    return tuple_of(avg_pool2d<Window, Stride>(a), no_gradient{});
+  // Derivative rule (expr/derivative_rule.hpp): linear in g, whose adjoint is the forward pooling
+  // of the incoming adjoint; like supplies extents only.
+  static auto derivative(const auto& self, const auto& a, const auto&, const auto&, const auto&) {
+    return tuple_of(apply_kernel(sibling<avg_pool2d_op>(self), a), no_gradient{});
   }
   template <class Y, class TG, class TX, class G, class X>
   static auto tangent(const Y&, const TG& tg, const TX&, const G&, const X& x) {
@@ -378,10 +372,6 @@ struct avg_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detai
       using T = decltype(t);
       pool_detail::avg_backward<T>(geo, static_cast<const T*>(in[0].data), out.as<T>());
     });
-  }
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>&) {
-    return {pool_detail::apply_with(b, pool_detail::avg_pooling::name, std::vector<H>{g}, a)};
   }
 };
 }  // namespace ops

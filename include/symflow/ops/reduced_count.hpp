@@ -4,6 +4,7 @@
 #include <vector>
 #include <bit>
 
+#include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 
@@ -57,12 +58,6 @@ struct reduced_count_op {
       if ((Bits >> i) & 1u) count *= x.extent(i);
     out.data()[0] = T(count);
   }
-  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
-  // rule, built on a graph builder's handles because its attributes are values there.
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B&, const Attrs&, const H&, const H&, const std::vector<H>&) {
-    return {std::nullopt};
-  }
   // Runtime form (graph interpreter and builder): the counted axes and the dtype are values.
   template <class Attrs>
   static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
@@ -82,10 +77,8 @@ struct reduced_count_op {
   static auto tangent(const Y&, const TX&, const X&) {
     return no_gradient{};
   }
-  template <class G, class Y, class X>
-  static auto gradient(const G&, const Y&, const X&) {
-    return tuple_of(no_gradient{});
-  }
+  // Derivative rule (expr/derivative_rule.hpp): piecewise constant, so nothing flows back.
+  static auto derivative(const auto&, const auto&, const auto&, const auto&) { return tuple_of(no_gradient{}); }
 };
 }  // namespace ops
 

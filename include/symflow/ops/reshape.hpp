@@ -2,6 +2,7 @@
 #define SYMFLOW_OPS_RESHAPE_HPP
 #include <optional>
 #include <vector>
+#include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 
@@ -64,15 +65,6 @@ struct reshape_op {
                         " elements) to " + shape_string<Target>());
     return out;
   }
-  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
-  // rule, built on a graph builder's handles because its attributes are values there.
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs&, const H& g, const H&, const std::vector<H>& x) {
-    if (std::count_if(x[0].shape().begin(), x[0].shape().end(), [](std::int64_t e) { return e < 0; }) > 1)
-      throw shape_error("the gradient of reshape needs an operand shape with at most one unknown extent, not " +
-                        format_extents(x[0].shape()));
-    return {b.apply(name, {g}, {{"shape", x[0].shape()}})};
-  }
   // Runtime form (graph interpreter and builder): the target shape is a value, -1 where inferred.
   // The operand is contiguous (the interpreter's values are).
   template <class Attrs>
@@ -98,12 +90,10 @@ struct reshape_op {
     l.offset = in.offset;
     return l;
   }
-  // Reshaping back needs the operand's shape to have at most one dyn extent.
-  template <class G, class X>
-  static auto gradient(const G& g, const X&) {
-    static_assert(reshape_op<shape_of<X>>::dyn_count() <= 1,
-                  "symflow: the gradient of reshape needs an operand shape with at most one dyn extent");
-    return tuple_of(make_view(reshape_op<shape_of<X>>{}, source_site{}, g));
+  // Derivative rule (expr/derivative_rule.hpp): the adjoint reshaped back to the operand's shape,
+  // which may have at most one unknown extent.
+  static auto derivative(const auto&, const auto& g, const auto&, const auto& x) {
+    return tuple_of(reshape(g, shape_value(x)));
   }
   template <std::size_t R>
   static layout<Target::rank> apply(const layout<R>& in) {
@@ -126,6 +116,22 @@ consteval auto flattened_extents() {
 template <shape_spec Target, expression X>
 auto reshape(const X& x, source_site where = source_site::current()) {
   return make_view(ops::reshape_op<Target>{}, where, x);
+}
+
+// Reshapes to extents known at compile time as a rule's attribute value (-1 for dyn; see
+// expr/derivative_rule.hpp); reshape<shape<...>>(x) spells it in code.
+template <expression X, integer_list Extents>
+auto reshape(const X& x, fixed<Extents>) {
+  constexpr std::size_t unknown = [] {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < Extents.size(); ++i) n += Extents[i] < 0;
+    return n;
+  }();
+  static_assert(unknown <= 1, "symflow: reshape back to a shape with more than one dyn extent (the gradient of "
+                              "reshape needs the operand's shape to have at most one)");
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return make_view(ops::reshape_op<shape<(Extents[I] < 0 ? dyn : std::size_t(Extents[I]))...>>{}, source_site{}, x);
+  }(std::make_index_sequence<Extents.size()>{});
 }
 
 // Keeps axis 0 and merges the rest: [N, 7, 7, 64] -> [N, 3136].

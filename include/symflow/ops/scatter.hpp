@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "slice.hpp"
@@ -92,13 +93,6 @@ struct scatter_op {
     for (std::size_t o = 0; o < outer && block; ++o)
       std::memcpy(static_cast<char*>(out.data) + o * out_row + b * inner, static_cast<const char*>(in[0].data) + o * block, block);
   }
-  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
-  // rule, built on a graph builder's handles because its attributes are values there.
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>&) {
-    return {b.apply("slice", {g}, {{"axis", a.integer("axis")}, {"begin", a.integer("begin")}, {"end", a.integer("end")}}),
-            std::nullopt};
-  }
   std::string attributes() const {
     return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end);
   }
@@ -107,9 +101,11 @@ struct scatter_op {
     if constexpr (is_no_gradient_v<TA>) return no_gradient{};
     else return scatter<Axis>(ta, like, begin, end);
   }
-  template <class G, class Y, class A, class B>
-  auto gradient(const G& g, const Y&, const A&, const B&) const {
-    return tuple_of(narrow<Axis>(g, begin, end), no_gradient{});
+  // The attributes held as members, for an op of the same family (expr/derivative_rule.hpp).
+  constexpr auto members() const { return std::tuple{begin, end}; }
+  // Derivative rule (expr/derivative_rule.hpp): the part's adjoint is the slice it was put in.
+  static auto derivative(const auto& self, const auto& g, const auto&, const auto&, const auto&) {
+    return tuple_of(apply_view(sibling<slice_op>(self), g), no_gradient{});
   }
 };
 }  // namespace ops

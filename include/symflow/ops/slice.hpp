@@ -2,11 +2,15 @@
 #define SYMFLOW_OPS_SLICE_HPP
 #include <optional>
 #include <vector>
+#include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 
 namespace symflow {
 namespace ops {
+
+template <std::size_t Axis>
+struct scatter_op;  // slice's adjoint (scatter.hpp)
 
 // Indices [begin, end) along one axis (rows of a dataset for axis 0): an offset into the operand.
 template <std::size_t Axis>
@@ -67,18 +71,14 @@ struct slice_op {
     in.extents[axis] = std::size_t(e - b);
     return in;
   }
-  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
-  // rule, built on a graph builder's handles because its attributes are values there.
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>& x) {
-    return {b.apply("scatter", {g, x[0]}, {{"axis", a.integer("axis")}, {"begin", a.integer("begin")}, {"end", a.integer("end")}})};
-  }
   std::string attributes() const {
     return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end);
   }
-  template <class G, class X>
-  auto gradient(const G& g, const X& x) const {
-    return tuple_of(scatter<Axis>(g, x, begin, end));
+  // The attributes held as members, for an op of the same family (expr/derivative_rule.hpp).
+  constexpr auto members() const { return std::tuple{begin, end}; }
+  // Derivative rule (expr/derivative_rule.hpp): the adjoint scattered into zeros shaped like x.
+  static auto derivative(const auto& self, const auto& g, const auto&, const auto& x) {
+    return tuple_of(apply_kernel(sibling<scatter_op>(self), g, x));
   }
 };
 }  // namespace ops
@@ -88,6 +88,11 @@ template <expression X>
 auto slice(const X& x, std::size_t begin, std::size_t end,
            source_site where = source_site::current()) {
   return make_view(ops::slice_op<0>{begin, end}, where, x);
+}
+// Indices [begin, end) of an axis given as a rule's attribute value (expr/derivative_rule.hpp).
+template <expression X, auto Axis>
+auto slice(const X& x, fixed<Axis>, std::size_t begin, std::size_t end) {
+  return make_view(ops::slice_op<std::size_t(Axis)>{begin, end}, source_site{}, x);
 }
 // Indices [begin, end) of any axis.
 template <std::size_t Axis, expression X>

@@ -19,6 +19,7 @@
 #include "../core/tensor.hpp"
 #include "../expr/leaves.hpp"
 #include "../expr/runtime_forms.hpp"
+#include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "conv2d_geometry.hpp"
 #include "expand_as.hpp"
@@ -112,68 +113,6 @@ void with_label_dtype(dtype t, std::string_view op, F&& f) {
 }
 }  // namespace sce_detail
 
-struct softmax_cross_entropy_op {
-  static constexpr std::string_view name = "softmax_cross_entropy";
-  static constexpr std::string_view doc =
-      "softmax_cross_entropy(logits, labels): the per-example loss of logits [N, K] (K >= 1, f32 or "
-      "f64) against integer class labels [N] (i32 or i64), loss[n] = logsumexp(logits[n]) - logits[n, "
-      "labels[n]], computed row by row in double after subtracting the row maximum (so exp never "
-      "overflows), then rounded to the logits' dtype; mean of it is the usual classification loss. A "
-      "negative label marks a padding example: its loss is 0 and its logits are not read. A label of K "
-      "or more is a value error naming the example. A NaN in a row, or a +Inf logit (Inf - Inf), makes "
-      "that loss NaN; a -Inf logit at the label (others finite) gives +Inf. Gradient: "
-      "softmax_cross_entropy_backward(g, logits, labels) for the logits, none for the labels. Example: "
-      "logits [[0, 0], [1, 2]] with labels [0, -1] give [0.6931472 (log 2), 0].";
-  static constexpr bool contiguous_operands = true;
-  template <class L, class Y>
-  using result_type = L;
-  template <class SL, class SY>
-  static constexpr bool shapes_ok = sce_detail::static_shapes_fit<SL, SY>();
-  template <class SL, class SY>
-  using result_shape = shape_from_array_t<sce_detail::static_result<SL, SY>()>;
-
-  static extents_t<1> infer_extents(const auto& who, const extents_t<2>& logits, const extents_t<1>& labels) {
-    sce_detail::check(who, name, logits, labels);
-    return labels;
-  }
-  template <class T, class Out, class L, class Y>
-  static void run_cpu(const Out& out, const L& logits, const Y& labels) {
-    sce_detail::forward<T>(logits.data(), labels.data(), out.data(), logits.extent(0), logits.extent(1));
-  }
-  template <class G, class Y, class L, class Lab>
-  static auto gradient(const G& g, const Y&, const L& logits, const Lab& labels) {
-    return tuple_of(softmax_cross_entropy_backward(g, logits, labels), no_gradient{});
-  }
-  // d loss[n] = sum_k (softmax - one_hot)[n,k] * dlogits[n,k]
-  template <class Y, class TL, class TY, class L, class Lab>
-  static auto tangent(const Y& y, const TL& tl, const TY&, const L& logits, const Lab& labels) {
-    if constexpr (is_no_gradient_v<TL>) return no_gradient{};
-    else
-      return sum(softmax_cross_entropy_backward(expand_as(one<value_type_of<Y>>{}, y), logits, labels) * tl, axes<-1>);
-  }
-
-  template <class Attrs>
-  static runtime_extents runtime_extents_of(const Attrs&, const std::vector<runtime_extents>& in, const std::string& who) {
-    conv_detail::expect_operands(in, 2, who);
-    sce_detail::check(who, name, in[0], in[1]);
-    return in[1];
-  }
-  template <class Attrs>
-  static void run_runtime(const Attrs&, const runtime_array& out, const std::vector<runtime_array>& in) {
-    conv_detail::with_float_element(out.type, name, [&](auto t) {
-      sce_detail::with_label_dtype(in[1].type, name, [&](auto label) {
-        using T = decltype(t);
-        sce_detail::forward<T>(static_cast<const T*>(in[0].data), static_cast<const decltype(label)*>(in[1].data),
-                               out.as<T>(), in[0].extents[0], in[0].extents[1]);
-      });
-    });
-  }
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs&, const H& g, const H&, const std::vector<H>& x) {
-    return {b.apply("softmax_cross_entropy_backward", {g, x[0], x[1]}), std::nullopt};
-  }
-};
-
 // softmax_cross_entropy_backward(g [N], logits [N,K], labels [N]) -> [N,K]:
 // g[n] * (softmax(logits[n]) - one_hot(labels[n])), zero rows for padding labels.
 struct softmax_cross_entropy_backward_op {
@@ -211,18 +150,15 @@ struct softmax_cross_entropy_backward_op {
   }
   // With p = softmax(logits), t = one_hot(labels), v = 1 for a label in range (else 0), this op is
   // g v (p - t): linear in g; in the logits its derivative is g v (diag(p) - p p^T) per row.
-  template <class A, class Y, class G, class L, class Lab>
-  static auto gradient(const A& a, const Y&, const G& g, const L& logits, const Lab& labels) {
-    constexpr std::size_t K = shape_of<L>::extents[1];
-    static_assert(K != dyn, "symflow: second derivatives through softmax_cross_entropy need a static class count");
+  // Derivative rule (expr/derivative_rule.hpp); it needs the class count K known.
+  static auto derivative(const auto&, const auto& a, const auto&, const auto& g, const auto& logits, const auto& labels) {
     const auto p = softmax(logits);
-    const auto t = one_hot<K, value_type_of<L>>(labels);
+    const auto t = one_hot(labels, known_extent(logits, fixed<1>{}), logits);
     const auto valid = sum(t, axes<-1>);
     const auto pa = p * a;
-    return tuple_of(sum(a * (p - t), axes<-1>) * valid,
-                      expand_dims<2u>(g * valid) * (pa - p * sum(pa, axes<-1>, keepdims)), no_gradient{});
+    return std::tuple{sum(a * (p - t), axes<-1>) * valid,
+                      apply_view(expand_dims_op<2u>{}, g * valid) * (pa - p * sum(pa, axes<-1>, keepdims)), no_gradient{}};
   }
-
   template <class Attrs>
   static runtime_extents runtime_extents_of(const Attrs&, const std::vector<runtime_extents>& in, const std::string& who) {
     conv_detail::expect_operands(in, 3, who);
@@ -241,19 +177,63 @@ struct softmax_cross_entropy_backward_op {
       });
     });
   }
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs&, const H& a, const H&, const std::vector<H>& x) {
-    const H& g = x[0];
-    const H& logits = x[1];
-    const std::int64_t k = logits.shape().at(1);
-    if (k < 0) throw shape_error("differentiate: second derivatives through softmax_cross_entropy need a known class count");
-    const H p = exp(log_softmax(logits));
-    const H t = one_hot(x[2], k, logits.value_type());
-    const H valid = reduce_value(sum_op{}, t, {-1}, false);
-    const H pa = p * a;
-    const H dg = reduce_value(sum_op{}, a * (p - t), {-1}, false) * valid;
-    const H column = b.apply("expand_dims", {g * valid}, {{"axes", std::vector<std::int64_t>{1}}});
-    return {dg, column * (pa - p * reduce_value(sum_op{}, pa, {-1}, true)), std::nullopt};
+};
+
+struct softmax_cross_entropy_op {
+  static constexpr std::string_view name = "softmax_cross_entropy";
+  static constexpr std::string_view doc =
+      "softmax_cross_entropy(logits, labels): the per-example loss of logits [N, K] (K >= 1, f32 or "
+      "f64) against integer class labels [N] (i32 or i64), loss[n] = logsumexp(logits[n]) - logits[n, "
+      "labels[n]], computed row by row in double after subtracting the row maximum (so exp never "
+      "overflows), then rounded to the logits' dtype; mean of it is the usual classification loss. A "
+      "negative label marks a padding example: its loss is 0 and its logits are not read. A label of K "
+      "or more is a value error naming the example. A NaN in a row, or a +Inf logit (Inf - Inf), makes "
+      "that loss NaN; a -Inf logit at the label (others finite) gives +Inf. Gradient: "
+      "softmax_cross_entropy_backward(g, logits, labels) for the logits, none for the labels. Example: "
+      "logits [[0, 0], [1, 2]] with labels [0, -1] give [0.6931472 (log 2), 0].";
+  static constexpr bool contiguous_operands = true;
+  template <class L, class Y>
+  using result_type = L;
+  template <class SL, class SY>
+  static constexpr bool shapes_ok = sce_detail::static_shapes_fit<SL, SY>();
+  template <class SL, class SY>
+  using result_shape = shape_from_array_t<sce_detail::static_result<SL, SY>()>;
+
+  static extents_t<1> infer_extents(const auto& who, const extents_t<2>& logits, const extents_t<1>& labels) {
+    sce_detail::check(who, name, logits, labels);
+    return labels;
+  }
+  template <class T, class Out, class L, class Y>
+  static void run_cpu(const Out& out, const L& logits, const Y& labels) {
+    sce_detail::forward<T>(logits.data(), labels.data(), out.data(), logits.extent(0), logits.extent(1));
+  }
+  // Derivative rule (expr/derivative_rule.hpp): the backward op for the logits, none for labels.
+  static auto derivative(const auto&, const auto& g, const auto&, const auto& logits, const auto& labels) {
+    return tuple_of(apply_kernel(softmax_cross_entropy_backward_op{}, g, logits, labels), no_gradient{});
+  }
+  // d loss[n] = sum_k (softmax - one_hot)[n,k] * dlogits[n,k]
+  template <class Y, class TL, class TY, class L, class Lab>
+  static auto tangent(const Y& y, const TL& tl, const TY&, const L& logits, const Lab& labels) {
+    if constexpr (is_no_gradient_v<TL>) return no_gradient{};
+    else
+      return sum(softmax_cross_entropy_backward(expand_as(one<value_type_of<Y>>{}, y), logits, labels) * tl, axes<-1>);
+  }
+
+  template <class Attrs>
+  static runtime_extents runtime_extents_of(const Attrs&, const std::vector<runtime_extents>& in, const std::string& who) {
+    conv_detail::expect_operands(in, 2, who);
+    sce_detail::check(who, name, in[0], in[1]);
+    return in[1];
+  }
+  template <class Attrs>
+  static void run_runtime(const Attrs&, const runtime_array& out, const std::vector<runtime_array>& in) {
+    conv_detail::with_float_element(out.type, name, [&](auto t) {
+      sce_detail::with_label_dtype(in[1].type, name, [&](auto label) {
+        using T = decltype(t);
+        sce_detail::forward<T>(static_cast<const T*>(in[0].data), static_cast<const decltype(label)*>(in[1].data),
+                               out.as<T>(), in[0].extents[0], in[0].extents[1]);
+      });
+    });
   }
 };
 }  // namespace ops

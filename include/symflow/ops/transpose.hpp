@@ -2,6 +2,7 @@
 #define SYMFLOW_OPS_TRANSPOSE_HPP
 #include <optional>
 #include <vector>
+#include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 
@@ -24,7 +25,7 @@ struct permute_op {
   static constexpr std::array<std::size_t, sizeof...(Perm)> perm{Perm...};
   // Attributes for the graph value (graph/).
   template <class V>
-  static void visit_attributes(V&& v) {
+  static constexpr void visit_attributes(V&& v) {
     v("perm", perm);
   }
 
@@ -48,15 +49,6 @@ struct permute_op {
   static extents_t<R> infer_extents(const auto&, const extents_t<R>& e) {
     return {e[Perm]...};
   }
-  // Runtime form of the derivative rule (graph differentiation, runtime/grad.hpp): the same
-  // rule, built on a graph builder's handles because its attributes are values there.
-  template <class B, class Attrs, class H>
-  static std::vector<std::optional<H>> runtime_gradient(B& b, const Attrs& a, const H& g, const H&, const std::vector<H>&) {
-    const auto p = a.integers("perm");
-    std::vector<std::int64_t> inverse(p.size());
-    for (std::size_t i = 0; i < p.size(); ++i) inverse[std::size_t(p[i])] = std::int64_t(i);
-    return {b.apply(name, {g}, {{"perm", inverse}})};
-  }
   // Runtime form (graph interpreter and builder): the permutation is a value.
   template <class Attrs>
   static runtime_layout runtime_view(const Attrs& a, const runtime_layout& in, const std::string& who) {
@@ -75,20 +67,18 @@ struct permute_op {
     }
     return out;
   }
-  template <class G, class X>
-  static auto gradient(const G& g, const X&) {
-    return tuple_of(make_view(inverse(), source_site{}, g));
+  // Derivative rule (expr/derivative_rule.hpp): the adjoint permuted back.
+  static auto derivative(const auto& self, const auto& g, const auto&, const auto&) {
+    return tuple_of(transpose(g, lift(inverse_permutation{}, integers<"perm">(self))));
   }
-  static constexpr auto inverse() {
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      constexpr auto inv = [] {
-        std::array<std::size_t, sizeof...(Perm)> out{};
-        for (std::size_t i = 0; i < out.size(); ++i) out[perm[i]] = i;
-        return out;
-      }();
-      return permute_op<inv[I]...>{};
-    }(std::make_index_sequence<sizeof...(Perm)>{});
-  }
+  struct inverse_permutation {
+    template <class List>
+    constexpr List operator()(List p) const {
+      List out = p;
+      for (std::size_t i = 0; i < p.size(); ++i) out[std::size_t(p[i])] = std::int64_t(i);
+      return out;
+    }
+  };
   template <std::size_t R>
   static layout<R> apply(const layout<R>& in) {
     return {{in.extents[Perm]...}, {in.strides[Perm]...}, in.offset};
@@ -99,6 +89,15 @@ struct permute_op {
 template <std::size_t... Perm, expression X>
 auto permute(const X& x, source_site where = source_site::current()) {
   return make_view(ops::permute_op<Perm...>{}, where, x);
+}
+
+// Reorders axes by a permutation known at compile time, as a rule's attribute value (see
+// expr/derivative_rule.hpp); permute<...>(x) spells it in code.
+template <expression X, integer_list Perm>
+auto transpose(const X& x, fixed<Perm>) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return make_view(ops::permute_op<std::size_t(Perm[I])...>{}, source_site{}, x);
+  }(std::make_index_sequence<Perm.size()>{});
 }
 
 // Swaps the last two axes (a matrix transpose, batched for rank 3).

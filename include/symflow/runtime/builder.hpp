@@ -333,6 +333,11 @@ inline graph_handle one_hot(const graph_handle& labels, std::int64_t depth, dtyp
                                {{"depth", depth}, {"to", std::string(dtype_name(to))}});
 }
 
+// With `like`'s dtype (a derivative rule's form, expr/derivative_rule.hpp).
+inline graph_handle one_hot(const graph_handle& labels, std::int64_t depth, const graph_handle& like) {
+  return one_hot(labels, depth, like.value_type());
+}
+
 // log(sum(exp(x))) over the last axis, stabilised by the maximum (as logsumexp on types).
 inline graph_handle logsumexp(const graph_handle& x) {
   auto m = reduce_value(ops::max_op{}, x, {-1}, true);
@@ -343,6 +348,7 @@ inline graph_handle log_softmax(const graph_handle& x) {
   auto shifted = x - reduce_value(ops::max_op{}, x, {-1}, true);
   return shifted - log(reduce_value(ops::sum_op{}, exp(shifted), {-1}, true));
 }
+inline graph_handle softmax(const graph_handle& x) { return exp(log_softmax(x)); }
 }  // namespace graph_ops
 
 }  // namespace symflow

@@ -3,9 +3,10 @@
 // Elementwise ops and reductions: the compile-time rule itself (Op::gradient), instantiated once per
 // dtype on placeholders named g, y, x0.., count, simplified, lowered with to_graph into a small graph
 // (a "rule fragment"), and spliced in with the placeholders bound to the node's adjoint, value and
-// operands. Views and kernels, whose compile-time rules need their attributes as template arguments,
-// have the same rule in runtime form next to it in their file (runtime_gradient). Adjoints are summed
-// back over broadcast axes as at compile time (an unknown extent is taken as not broadcast).
+// operands. Views and kernels: their one rule (Op::derivative, written generic over where it runs:
+// expr/derivative_rule.hpp) called with the node's attributes and graph handles (rule_context.hpp).
+// Adjoints are summed back over broadcast axes as at compile time (an unknown extent is taken as not
+// broadcast).
 #include <map>
 #include <mutex>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "../ir/to_graph.hpp"
 #include "../ir/validate.hpp"
 #include "builder.hpp"
+#include "rule_context.hpp"
 #include "plan_cache.hpp"
 #include "../core/separate_compilation.hpp"
 
@@ -108,8 +110,8 @@ std::optional<rule_fragment> reduction_rule(const node_attributes&, const std::v
 }
 
 using rule_fragment_fn = std::optional<rule_fragment> (*)(const node_attributes&, const std::vector<dtype>&);
-using runtime_rule_fn = std::vector<std::optional<graph_handle>> (*)(graph_builder&, const node_attributes&,
-                                                                      const graph_handle&, const graph_handle&,
+using runtime_rule_fn = std::vector<std::optional<graph_handle>> (*)(const graph_node&, const graph_handle&,
+                                                                      const graph_handle&,
                                                                       const std::vector<graph_handle>&);
 struct derivative_rule {
   std::string_view name;
@@ -124,11 +126,12 @@ derivative_rule derivative_rule_of() {
   derivative_rule r{Op::name, Entry::kind};
   if constexpr (Entry::kind == node_kind::elementwise) r.fragment = &elementwise_rule<Op>;
   else if constexpr (Entry::kind == node_kind::reduction) r.fragment = &reduction_rule<Op>;
-  else r.runtime = &Op::template runtime_gradient<graph_builder, node_attributes, graph_handle>;
+  else r.runtime = &run_derivative_rule<Op>;
   return r;
 }
 
-// Every op's derivative rule (instantiates each op's runtime gradient: see core/separate_compilation.hpp).
+// Every op's derivative rule (instantiates each view's and kernel's rule on graph handles: see
+// core/separate_compilation.hpp).
 #if SYMFLOW_LIBRARY_DECLARED_ONLY
 const derivative_rule* find_derivative_rule(std::string_view name);
 #else
@@ -261,7 +264,7 @@ inline graph differentiate_uncached(const graph& g, const std::vector<std::strin
     const node_attributes attrs(n);
     std::vector<std::optional<graph_handle>> contributions;
     if (rule->runtime) {
-      contributions = rule->runtime(b, attrs, gy, y, x);
+      contributions = rule->runtime(n, gy, y, x);
     } else {
       const auto& fragment = cached_fragment(*rule, n, types);
       if (!fragment) continue;  // no floating result: nothing flows back

@@ -2,6 +2,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "../expr/derivative_rule.hpp"
 #include "../expr/rewrite.hpp"
 #include "../expr/scope.hpp"
 #include "../ops/all.hpp"
@@ -136,13 +137,13 @@ auto backprop_operands(const E& e, const G& g) {
     return backprop<Target, Stops, Simplify>(x, sum_to<shape_of<decltype(x)>>(maybe_simplify(std::get<0>(adjoints), simplifying)));
   } else if constexpr (E::kind == node_kind::view) {
     const auto& x = std::get<0>(e.args());
-    return backprop<Target, Stops, Simplify>(x, maybe_simplify(std::get<0>(e.op.gradient(full_shape(g, e), x)), simplifying));
+    return backprop<Target, Stops, Simplify>(x, maybe_simplify(std::get<0>(op_derivative(e.op, full_shape(g, e), e, x)), simplifying));
   } else {
     static_assert(E::kind == node_kind::elementwise || E::kind == node_kind::kernel);
     // Views and kernels need the adjoint in their own full shape; elementwise rules broadcast.
     const auto adjoints = std::apply(
         [&](const auto&... a) {
-          if constexpr (E::kind == node_kind::kernel) return e.op.gradient(full_shape(g, e), e, a...);
+          if constexpr (E::kind == node_kind::kernel) return op_derivative(e.op, full_shape(g, e), e, a...);
           else return e.op.gradient(g, e, a...);
         },
         e.args());

@@ -53,7 +53,7 @@ auto shaped_term(const Adjoints& adjoints) {
 template <class C, class G, class Y, std::size_t... I>
 auto operand_rule(const C& c, const G& g, const Y& y, std::index_sequence<I...>) {
   if constexpr (C::kind == node_kind::kernel) {
-    const auto adjoints = c.op.gradient(full_shape(g, y), y, hold(std::get<I>(c.args()))...);
+    const auto adjoints = op_derivative(c.op, full_shape(g, y), y, hold(std::get<I>(c.args()))...);
     return tuple_of(shaped_term<C, std::remove_cvref_t<decltype(adjoints)>, I>(adjoints)...);
   } else {
     const auto adjoints = c.op.gradient(g, y, hold(std::get<I>(c.args()))...);
@@ -72,7 +72,7 @@ auto local_rule(const C& c, const G& g) {
     return tuple_of(sum_to<shape_of<std::tuple_element_t<0, operands_of<C>>>>(std::get<0>(adjoints)));
   } else if constexpr (C::kind == node_kind::view) {
     const auto x = hold(std::get<0>(c.args()));
-    return c.op.gradient(full_shape(g, y), x);
+    return op_derivative(c.op, full_shape(g, y), y, x);
   } else if constexpr (C::kind == node_kind::reference || C::kind == node_kind::accumulation) {
     return tuple_of(g);  // the value of its target / the sum of its terms: each receives g
   } else {

@@ -20,9 +20,10 @@
 // the documented reordering bound for floating sums and means (no ±max among their specials).
 // A view or kernel takes its attributes as template arguments, so its laws run on an example
 // (view_or_kernel_example below: transpose, reshape, slice, expand_dims, concat, matmul so far), in
-// f32 and f64, with law 4-5's loss sum(e * e) / 2 + 0.3 sum(e): these check each op's runtime
-// derivative rule against its compile-time one. The other views and kernels (convolution, pooling,
-// dropout, one_hot, scatter, softmax cross-entropy) are checked by hand-written tests only.
+// f32 and f64, with law 4-5's loss sum(e * e) / 2 + 0.3 sum(e): law 5 checks the op's one derivative
+// rule (expr/derivative_rule.hpp) run on graph nodes against the same rule run on types. The other
+// views and kernels (convolution, pooling, dropout, one_hot, scatter, softmax cross-entropy) are
+// checked by hand-written tests only (cnn_graph_test, graph_runtime_grad_kernels_test).
 // Scalar against packet functions, bit for bit, is op_ieee_law_test.cpp (also over the list).
 #include <gtest/gtest.h>
 

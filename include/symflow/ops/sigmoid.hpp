@@ -2,8 +2,10 @@
 #define SYMFLOW_OPS_SIGMOID_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <cmath>
+#include <limits>
 
 #include "../expr/elementwise.hpp"
+#include "exp.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
 #endif
@@ -14,11 +16,12 @@ struct sigmoid_op : floating_result {
   static constexpr std::string_view name = "sigmoid";
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
-      "sigmoid(x) = 1 / (1 + exp(-x)), elementwise, computed by that formula (with Eigen's vectorized "
-      "exp on the host); f32 or f64. sigmoid(-Inf) = 0, sigmoid(+Inf) = 1, sigmoid(±0) = 0.5, NaN "
-      "stays NaN. Where exp(-x) overflows (x below about -88.7 in f32) the result is 0, not the "
-      "denormal it would round to. Gradient: g * y * (1 - y) (y = sigmoid(x)). Example: sigmoid(x) for "
-      "x = [0, 1, -Inf] is [0.5, 0.7310586, 0].";
+      "sigmoid(x) = 1 / (1 + exp(-x)), elementwise, computed by that formula (with exp's packet "
+      "function on the host, see exp); f32 or f64. sigmoid(-Inf) = 0, sigmoid(+Inf) = 1, sigmoid(±0) = "
+      "0.5, NaN stays NaN. Where exp(-x) overflows (x below about -88.72 in f32, -709.78 in f64) the "
+      "host computes exp(x) instead, which sigmoid(x) rounds to there: a denormal, then exactly 0, "
+      "whatever the SIMD width (device code gives 0 there). Gradient: g * y * (1 - y) (y = "
+      "sigmoid(x)). Example: sigmoid(x) for x = [0, 1, -Inf] is [0.5, 0.7310586, 0].";
 #endif
 #ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
@@ -35,9 +38,18 @@ struct sigmoid_op : floating_result {
     return T(1) / (T(1) + std::exp(-x));
   }
 #ifndef SYMFLOW_SCALAR_ONLY
+  // exp(-x) is exp's packet function, not Eigen's pexp, whose overflow depends on the packet width
+  // (pexp(88.5f) is +Inf with AVX-512, 2.7e38 with AVX2). Where it overflows, 1 / (1 + exp(-x)) would
+  // be 0 where sigmoid(x) rounds to exp(x), a denormal: those lanes take exp(x).
   template <class P>
   static P packet(const P& x) {
-    return simd::pm::pdiv(simd::pm::pset1<P>(1), simd::pm::padd(simd::pm::pset1<P>(1), simd::pm::pexp(simd::pm::pnegate(x))));
+    namespace pm = simd::pm;
+    using T = typename pm::unpacket_traits<P>::type;
+    const P e = exp_op::packet(pm::pnegate(x));
+    const P y = pm::pdiv(pm::pset1<P>(1), pm::padd(pm::pset1<P>(1), e));
+    const P overflowed = pm::pcmp_eq(e, pm::pset1<P>(std::numeric_limits<T>::infinity()));
+    if (!pm::predux_any(overflowed)) return y;
+    return pm::pselect(overflowed, exp_op::packet(x), y);
   }
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
+#include "exp.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
 #endif
@@ -16,10 +17,11 @@ struct softplus_op : floating_result {
   static constexpr std::string_view doc =
       "softplus(x) = log(1 + exp(x)), elementwise, computed as max(x, 0) + log1p(exp(-|x|)) so that it "
       "does not overflow; f32 or f64. softplus(+Inf) = +Inf, softplus(0) = log 2, NaN stays NaN. f64 "
-      "uses std:: math (softplus(-Inf) = 0). f32 on the host uses Eigen's vectorized exp and log1p "
-      "directly, without exp's out-of-range fallback: for x below about -88, -Inf included, the result "
-      "depends on the SIMD width (0 with AVX-512, 2.9e-39 with AVX2). Gradient: g * sigmoid(x). "
-      "Example: softplus(x) for x = [0, 1, 200] is [0.6931472, 1.3132617, 200].";
+      "uses std:: math. f32 on the host computes exp(-|x|) with exp's packet function (Eigen's "
+      "vectorized exp in its normal range, std::exp outside it: see exp) and log1p with Eigen's, so "
+      "for x below -87 the result is std::exp(x): denormals from about -87.34, exactly 0 below about "
+      "-103.97, and softplus(-Inf) = 0, whatever the SIMD width. Gradient: g * sigmoid(x). Example: "
+      "softplus(x) for x = [0, 1, 200] is [0.6931472, 1.3132617, 200].";
 #endif
 #ifndef SYMFLOW_SCALAR_ONLY
   // Costs more to recompute than to read back: a repeat within one fused loop reuses the value.
@@ -39,9 +41,13 @@ struct softplus_op : floating_result {
   // Eigen 3.4 vectorizes this function for float only.
   template <class T>
   static constexpr bool packet_dtype_ok = std::is_same_v<T, float>;
+  // exp(-|x|) is exp's packet function, not Eigen's pexp: past exp's normal range pexp depends on
+  // the packet width (2.9e-39 for exp(-Inf) with SSE/AVX2, 0 from -87.9 on with AVX-512), exp_op's
+  // falls back to std::exp there. log1p of the tiny value that follows is that value.
   template <class P>
   static P packet(const P& x) {
-    return simd::pm::padd(simd::pm::pmax(x, simd::pm::pzero(x)), simd::pm::plog1p(simd::pm::pexp(simd::pm::pnegate(simd::pm::pabs(x)))));
+    namespace pm = simd::pm;
+    return pm::padd(pm::pmax(x, pm::pzero(x)), pm::plog1p(exp_op::packet(pm::pnegate(pm::pabs(x)))));
   }
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>

@@ -18,12 +18,11 @@
 // A reduction obeys the same laws over axis 1, over axis 0 with kept dimensions, and over all axes;
 // law 1 is bitwise where its op is order independent (max, min) or the dtype an integer, and within
 // the documented reordering bound for floating sums and means (no ±max among their specials).
-// A view or kernel takes its attributes as template arguments, so its laws run on an example
-// (view_or_kernel_example below: transpose, reshape, slice, expand_dims, concat, matmul so far), in
-// f32 and f64, with law 4-5's loss sum(e * e) / 2 + 0.3 sum(e): law 5 checks the op's one derivative
-// rule (expr/derivative_rule.hpp) run on graph nodes against the same rule run on types. The other
-// views and kernels (convolution, pooling, dropout, one_hot, scatter, softmax cross-entropy) are
-// checked by hand-written tests only (cnn_graph_test, graph_runtime_grad_kernels_test).
+// A view or kernel takes its attributes as template arguments, so its laws run on the instance its
+// own file gives (`law_example`, ops/law_example.hpp; a listed view or kernel without one does not
+// compile here), in f32 and f64, with law 4-5's loss sum(e * e) / 2 + 0.3 sum(e): law 5 checks the
+// op's one derivative rule (expr/derivative_rule.hpp) run on graph nodes against the same rule run
+// on types. Integer operands (labels) take no gradient.
 // Scalar against packet functions, bit for bit, is op_ieee_law_test.cpp (also over the list).
 #include <gtest/gtest.h>
 
@@ -322,55 +321,72 @@ void reduction_laws_for() {
   }
 }
 
-// Views and kernels take their attributes as template arguments: the laws run on an example of each
-// (a view or kernel without one is checked by hand-written tests only). x0 is [3,37], x1 as given.
-template <class T, std::size_t R>
-tensor<T, shape<R, 5>> law_matrix(unsigned seed) {
-  tensor<T, shape<R, 5>> t({R, 5}, uninitialized);
+// Views and kernels take their attributes as template arguments: the laws run on the instance each
+// op's file gives (its law_example, ops/law_example.hpp), in f32 and f64.
+template <std::size_t K, class V, class S>
+auto example_placeholder() {
+  if constexpr (K == 0) return placeholder<"x0", V, S>();
+  else if constexpr (K == 1) return placeholder<"x1", V, S>();
+  else if constexpr (K == 2) return placeholder<"x2", V, S>();
+  else return placeholder<"x3", V, S>();
+}
+template <class S>
+auto example_extents() {
+  std::array<std::size_t, S::rank> e{};
+  for (std::size_t i = 0; i < S::rank; ++i) e[i] = S::extents[i] == dyn ? rows : S::extents[i];
+  return e;
+}
+// Operand K's value: random, with specials every fifth element unless the operand is finite or
+// specials are off (finite differences need distinct values: ±0 would tie in a max).
+template <std::size_t K, class T, class Operand>
+auto example_value(unsigned seed, bool specials) {
+  using S = typename Operand::shape_type;
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> d(-2, 2);
-  for (auto& v : t) v = T(d(rng));
-  return t;
+  if constexpr (requires { Operand::lo; }) {
+    tensor<std::int32_t, S> t(example_extents<S>(), uninitialized);
+    std::uniform_int_distribution<int> d(Operand::lo, Operand::hi - 1);
+    for (auto& v : t) v = d(rng);
+    return t;
+  } else {
+    tensor<T, S> t(example_extents<S>(), uninitialized);
+    std::uniform_real_distribution<double> d(-2, 2);
+    for (auto& v : t) v = T(d(rng));
+    if (specials && !Operand::finite) {
+      using L = std::numeric_limits<T>;
+      const T list[] = {L::quiet_NaN(), L::infinity(), -L::infinity(), T(0), -T(0), T(1), L::denorm_min(), L::max(), T(1e-30)};
+      for (std::size_t i = seed % 5, k = seed; i < t.size(); i += 5, ++k) t.data()[i] = list[k % std::size(list)];
+    }
+    return t;
+  }
 }
-template <class Op, class T>
-auto view_or_kernel_example() {
-  const auto x0 = placeholder<"x0", T, law_shape>();
-  const auto x1 = placeholder<"x1", T, law_shape>();
-  const auto m = placeholder<"x1", T, shape<cols, 5>>();
-  constexpr std::string_view name = Op::name;
-  if constexpr (name == "transpose") return std::tuple{permute<1, 0>(x0), std::tuple{x0}, std::tuple{law_input<T>(11, true)}};
-  else if constexpr (name == "reshape") return std::tuple{flatten(x0), std::tuple{x0}, std::tuple{law_input<T>(11, true)}};
-  else if constexpr (name == "slice") return std::tuple{slice(x0, 1, 3), std::tuple{x0}, std::tuple{law_input<T>(11, true)}};
-  else if constexpr (name == "expand_dims")
-    return std::tuple{expand_dims<1u>(x0), std::tuple{x0}, std::tuple{law_input<T>(11, true)}};
-  else if constexpr (name == "concat")
-    return std::tuple{concat<1>(x0, x1), std::tuple{x0, x1}, std::tuple{law_input<T>(11, true), law_input<T>(18, true)}};
-  else if constexpr (name == "matmul")  // finite operands: a GEMM's NaN/Inf propagation is Eigen's, not the op's
-    return std::tuple{matmul(x0, m), std::tuple{x0, m}, std::tuple{law_input<T>(11, false), law_matrix<T, cols>(18)}};
-  else return std::false_type{};
+template <class T, class... Operands>
+auto example_operands(std::tuple<Operands...>, bool specials = true) {
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    using value_types = std::tuple<std::conditional_t<requires { Operands::lo; }, std::int32_t, T>...>;
+    return std::tuple{
+        std::tuple{example_placeholder<K, std::tuple_element_t<K, value_types>, typename Operands::shape_type>()...},
+        std::tuple{example_value<K, T, Operands>(unsigned(11 + 7 * K), specials)...}};
+  }(std::index_sequence_for<Operands...>{});
 }
-// The number of dtypes checked (0: the op has no example here).
+// The number of dtypes checked.
 template <class Op>
 int view_or_kernel_laws() {
+  using example = typename Op::law_example;
   int checked = 0;
   auto run = [&](auto t) {
     using T = decltype(t);
-    const auto example = view_or_kernel_example<Op, T>();
-    if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(example)>, std::false_type>) {
-      const auto& [e, placeholders, values] = example;
-      const std::string what = to_string(e);
-      value_laws(e, placeholders, values, what);
-      if constexpr (std::is_same_v<T, double>) {
-        // A loss whose gradient differs per element (e + 0.3), so that a misplaced element shows.
-        const auto loss = sum(e * e) * 0.5 + sum(e) * 0.3;
-        // The same operands with the specials (non-finite or huge) replaced, for finite differences.
-        auto finite = values;
-        auto tame = [](double x) { return std::isfinite(x) && std::abs(x) <= 3 ? x : 0.5; };
-        std::apply([&](auto&... v) { (std::transform(v.begin(), v.end(), v.begin(), tame), ...); }, finite);
-        loss_gradient_laws(loss, placeholders, bind_all(placeholders, finite), what);
-      }
-      ++checked;
+    const auto [placeholders, values] = example_operands<T>(typename example::operands{});
+    const auto e = std::apply([](const auto&... x) { return example::template of<T>(x...); }, placeholders);
+    const std::string what = to_string(e);
+    value_laws(e, placeholders, values, what);
+    if constexpr (std::is_same_v<T, double> && !requires { requires !example::differentiable; }) {
+      // A loss whose gradient differs per element (e + 0.3), so that a misplaced element shows.
+      const auto loss = sum(e * e) * 0.5 + sum(e) * 0.3;
+      // The same operands without specials, for finite differences.
+      const auto finite = std::get<1>(example_operands<T>(typename example::operands{}, false));
+      loss_gradient_laws(loss, placeholders, bind_all(placeholders, finite), what);
     }
+    ++checked;
   };
   run(float{});
   run(double{});
@@ -390,6 +406,8 @@ void check_listed_op() {
     reduction_laws_for<Op, double>();
     reduction_laws_for<Op, std::int32_t>();
   } else {
+    static_assert(requires { typename Op::law_example; },
+                  "op laws: a view or kernel gives its law-test instance in its file (ops/law_example.hpp)");
     view_or_kernel_laws<Op>();
   }
 }

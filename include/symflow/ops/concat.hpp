@@ -9,6 +9,7 @@
 #include "../expr/runtime_forms.hpp"
 #include "../expr/leaves.hpp"
 #include "slice.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -24,6 +25,12 @@ struct concat_op {
       "Gradient: each operand gets its own slice of g along axis (in C++ their extents along axis must "
       "be static). Example: concat with axis 1 of [[1], [2]] and [[3, 4], [5, 6]] is [[1, 3, 4], [2, "
       "5, 6]].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn, 37>>, law::floating<shape<dyn, 5>>>;
+    template <class T>
+    static auto of(const auto& x0, const auto& x1) { return concat<1>(x0, x1); }
+  };
   static constexpr bool contiguous_operands = true;
   // Attributes for the graph value (graph/).
   template <class V>

@@ -15,6 +15,7 @@
 #include "conv2d_backprop_filter.hpp"
 #include "conv2d_backprop_input.hpp"
 #include "conv2d_geometry.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -60,6 +61,12 @@ struct conv2d_op : conv2d_attributes<Stride, Padding> {
       "Padding>(x, w) (default 1, padding::valid). Gradient: conv2d_backprop_input(g, w, like x) for "
       "x, conv2d_backprop_filter(x, g, like w) for w. Example: x = 1..9 as [1, 3, 3, 1] and w = ones "
       "[2, 2, 1, 1], stride 1, valid padding, give [[12, 16], [24, 28]] as [1, 2, 2, 1].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<2, 5, 5, 3>, true>, law::floating<shape<3, 3, 3, 4>, true>>;
+    template <class T>
+    static auto of(const auto& x, const auto& w) { return conv2d<2, padding::same>(x, w); }
+  };
   template <class X, class W>
   using result_type = X;
   template <class SX, class SW>

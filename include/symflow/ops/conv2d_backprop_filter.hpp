@@ -13,6 +13,7 @@
 #include "conv2d_geometry.hpp"
 // Its gradient and tangent are written with conv2d and conv2d_backprop_input.
 #include "conv2d.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -53,6 +54,12 @@ struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
       "conv2d_backprop_input(g, a, like x) for x, conv2d(x, a) for g, none for like. Example: x = 1..9 "
       "as [1, 3, 3, 1], g = ones [1, 2, 2, 1] and like of shape [2, 2, 1, 1], stride 1, valid padding, "
       "give [[12, 16], [24, 28]] as [2, 2, 1, 1].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<2, 5, 5, 3>, true>, law::floating<shape<2, 3, 3, 4>, true>, law::floating<shape<3, 3, 3, 4>, true>>;
+    template <class T>
+    static auto of(const auto& x, const auto& g, const auto& w) { return conv2d_backprop_filter<2, padding::same>(x, g, w); }
+  };
   template <class X, class G, class W>
   using result_type = X;
   template <std::size_t I>

@@ -13,6 +13,7 @@
 #include "conv2d_geometry.hpp"
 // Its gradient and tangent are written with conv2d and conv2d_backprop_filter.
 #include "conv2d.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -77,6 +78,12 @@ struct conv2d_backprop_input_op : conv2d_attributes<Stride, Padding> {
       "conv2d_backprop_filter(a, g, like w) for w, none for like. Example: g = ones [1, 2, 2, 1], w = "
       "ones [2, 2, 1, 1] and like of shape [1, 3, 3, 1], stride 1, valid padding, give [[1, 2, 1], [2, "
       "4, 2], [1, 2, 1]] as [1, 3, 3, 1].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<2, 3, 3, 4>, true>, law::floating<shape<3, 3, 3, 4>, true>, law::floating<shape<2, 5, 5, 3>, true>>;
+    template <class T>
+    static auto of(const auto& g, const auto& w, const auto& x) { return conv2d_backprop_input<2, padding::same>(g, w, x); }
+  };
   template <class G, class W, class X>
   using result_type = G;
   template <std::size_t I>

@@ -30,6 +30,7 @@
 #include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "conv2d_geometry.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 
@@ -71,6 +72,12 @@ struct dropout_op {
       "or Inf; a kept one is x * scale. rate 0 keeps everything (a copy). f32 or f64. Gradient: the "
       "same op, rate and seed applied to g. Example: rate 0.5 and seed 0 turn x = [1, 2, 3, 4] into "
       "[2, 0, 0, 8].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn, 37>>>;
+    template <class T>
+    static auto of(const auto& x0) { return dropout(x0, 0.25, 7); }
+  };
   static constexpr bool contiguous_operands = true;
   double rate = 0;
   std::uint64_t seed = 0;

@@ -9,6 +9,7 @@
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "sum.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -24,6 +25,12 @@ struct expand_dims_op {
       "i). A view: nothing is copied and values keep their bits; any dtype. It undoes a reduction "
       "without keepdims. Gradient: g summed over the inserted axes. Example: expand_dims with axes [1] "
       "of x = [1, 2, 3] (shape [3]) is [[1], [2], [3]] (shape [3, 1]).";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn, 37>>>;
+    template <class T>
+    static auto of(const auto& x0) { return expand_dims<1u>(x0); }
+  };
   static constexpr bool contiguous_operand = false;
   static constexpr std::size_t added = std::popcount(Bits);
   // Attributes for the graph value (graph/): the positions of the inserted unit axes.

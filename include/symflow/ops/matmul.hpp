@@ -10,6 +10,7 @@
 #include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -29,6 +30,12 @@ struct matmul_op {
       "times 0, or +Inf plus -Inf makes that element NaN, and K = 0 gives zeros. Gradient: da = g b^T "
       "and db = a^T g (summed over the batch when b is [K, N]). Example: [[1, 2], [3, 4]] x [[5], [6]] "
       "is [[17], [39]].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn, 37>, true>, law::floating<shape<37, 5>, true>>;
+    template <class T>
+    static auto of(const auto& x0, const auto& x1) { return matmul(x0, x1); }
+  };
   static constexpr bool contiguous_operands = true;
   template <class A, class B>
   using result_type = A;

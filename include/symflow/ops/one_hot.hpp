@@ -7,6 +7,7 @@
 #include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -22,6 +23,12 @@ struct one_hot_op {
       "label's index and 0 elsewhere. A label outside [0, depth) (such as -1 for padding) gives a row "
       "of zeros, as TensorFlow's one_hot does, never an error. No gradient (its operand is integer). "
       "Example: one_hot with depth 3 of [0, 2, -1] is [[1, 0, 0], [0, 0, 1], [0, 0, 0]].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::labels<shape<dyn, 4>, -2, 7>>;
+    template <class T>
+    static auto of(const auto& labels) { return one_hot<5, T>(labels); }
+  };
   // Attributes for the graph value (graph/).
   template <class V>
   static void visit_attributes(V&& v) {

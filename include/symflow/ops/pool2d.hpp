@@ -19,6 +19,7 @@
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
 #include "conv2d_geometry.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -273,6 +274,12 @@ struct max_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::max_poo
       "it is the window's first element: a NaN further on is never greater and is skipped. Gradient: "
       "max_pool2d_backward(g, x), which routes g to each window's first maximum. Example: window 2, "
       "stride 2 of x = [[1, 3], [2, 0]] (as [1, 2, 2, 1]) is [[3]] (as [1, 1, 1, 1]).";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<2, 5, 5, 3>>>;
+    template <class T>
+    static auto of(const auto& x) { return max_pool2d<2, 1>(x); }
+  };
   // Derivative rule (expr/derivative_rule.hpp): g routed back by the backward op of the family.
   static auto derivative(const auto& self, const auto& g, const auto&, const auto& x) {
     return tuple_of(apply_kernel(sibling<max_pool2d_backward_op>(self), g, x));
@@ -291,6 +298,13 @@ struct max_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detai
       "(a shape error otherwise); f32 or f64. Second derivatives through max-pooling are refused (a "
       "compile-time error in C++, a value error in graph differentiation). Example: window 2 with g = "
       "[[5]] and x = [[1, 3], [2, 0]] gives [[0, 5], [0, 0]].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<2, 4, 4, 3>>, law::floating<shape<2, 5, 5, 3>>>;
+    static constexpr bool differentiable = false;  // second derivatives are refused
+    template <class T>
+    static auto of(const auto& g, const auto& x) { return max_pool2d_backward<2, 1>(g, x); }
+  };
   using rules = pool2d_backward_rules<Window, Stride, pool_detail::max_pooling>;
   template <class T, class Out, class G, class X>
   static void run_cpu(const Out& out, const G& g, const X& x) {
@@ -326,6 +340,12 @@ struct avg_pool2d_op : pool2d_forward_rules<Window, Stride, pool_detail::avg_poo
       "by row, then divided, so a NaN, or +Inf together with -Inf, in a window gives NaN, and an Inf "
       "alone gives that Inf. Gradient: avg_pool2d_backward(g, like x). Example: window 2 of x = [[1, "
       "3], [2, 0]] (as [1, 2, 2, 1]) is [[1.5]].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<2, 5, 5, 3>>>;
+    template <class T>
+    static auto of(const auto& x) { return avg_pool2d<2, 1>(x); }
+  };
   // Derivative rule (expr/derivative_rule.hpp): g spread back by the backward op of the family.
   static auto derivative(const auto& self, const auto& g, const auto&, const auto& x) {
     return tuple_of(apply_kernel(sibling<avg_pool2d_backward_op>(self), g, x));
@@ -347,6 +367,12 @@ struct avg_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detai
       "window covers are 0. g must have the extents avg_pool2d gives like (a shape error otherwise); "
       "f32 or f64. Linear in g: its gradient is avg_pool2d of the adjoint for g, none for like. "
       "Example: window 2 with g = [[4]] gives [[1, 1], [1, 1]].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<2, 4, 4, 3>>, law::floating<shape<2, 5, 5, 3>>>;
+    template <class T>
+    static auto of(const auto& g, const auto& x) { return avg_pool2d_backward<2, 1>(g, x); }
+  };
   using rules = pool2d_backward_rules<Window, Stride, pool_detail::avg_pooling>;
   template <std::size_t I>
   static constexpr bool reads_operand = I == 0;

@@ -7,6 +7,7 @@
 #include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -23,6 +24,12 @@ struct reduced_count_op {
       "product of those extents (1 for no axes), as a scalar of dtype to (for bool: count != 0). Only "
       "x's shape is used; its values are never computed, so mean's gradient can use it where extents "
       "are known only at run time. No gradient. Example: axes [1] of any x of shape [2, 3] gives 3.";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn, 37>>>;
+    template <class T>
+    static auto of(const auto& x0) { return reduced_count<1u, T>(x0); }
+  };
   // Attributes for the graph value (graph/): the counted axes and the result dtype.
   static constexpr auto axes_list = [] {
     std::array<std::size_t, std::popcount(Bits)> out{};

@@ -5,6 +5,7 @@
 #include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -22,6 +23,12 @@ struct reshape_op {
       "the others]. Gradient: g reshaped back to the operand's shape (which may have at most one "
       "unknown extent). Example: reshape to [3, -1] of x = [1, 2, 3, 4, 5, 6] is [[1, 2], [3, 4], [5, "
       "6]].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn, 37>>>;
+    template <class T>
+    static auto of(const auto& x0) { return reshape<shape<dyn, 3>>(x0); }
+  };
   static constexpr bool contiguous_operand = true;
   // Attributes for the graph value (graph/): the target extents, dyn where inferred.
   template <class V>

@@ -9,6 +9,7 @@
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "slice.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -27,6 +28,12 @@ struct scatter_op {
       "It is the adjoint of slice and of concat. Gradient: the slice [begin, end) of g for part, none "
       "for like. Example: scatter with axis 0, begin 1, end 3 of part = [7, 8] into like of shape [4] "
       "is [0, 7, 8, 0].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn, 5>>, law::floating<shape<dyn, 9>>>;
+    template <class T>
+    static auto of(const auto& x0, const auto& x1) { return scatter<1>(x0, x1, 2, 7); }
+  };
   static constexpr bool contiguous_operands = true;
   std::size_t begin = 0, end = 0;
   bool operator==(const scatter_op&) const = default;

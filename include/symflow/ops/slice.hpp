@@ -5,6 +5,7 @@
 #include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -23,6 +24,12 @@ struct slice_op {
       "bits; any dtype. In C++ slice(x, begin, end) cuts axis 0 and narrow<Axis>(x, begin, end) any "
       "axis. Gradient: scatter, g placed at [begin, end) in zeros of the operand's shape. Example: "
       "slice with axis 0, begin 1, end 3 of x = [10, 20, 30, 40] is [20, 30].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn, 37>>>;
+    template <class T>
+    static auto of(const auto& x0) { return narrow<1>(x0, 4, 30); }
+  };
   static constexpr bool contiguous_operand = false;
   std::size_t begin = 0, end = 0;
   bool operator==(const slice_op&) const = default;

@@ -29,6 +29,7 @@
 #include "softmax.hpp"
 #include "sub.hpp"
 #include "sum.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -127,6 +128,12 @@ struct softmax_cross_entropy_backward_op {
       "and in the logits g[n] (diag(p) - p p^T) per row with p = softmax(logits[n]) (it needs a known "
       "class count K); none for the labels. Example: g = [1], logits [[0, 0]] and labels [0] give "
       "[[-0.5, 0.5]].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn>>, law::floating<shape<dyn, 5>>, law::labels<shape<dyn>, -1, 5>>;
+    template <class T>
+    static auto of(const auto& g, const auto& logits, const auto& labels) { return softmax_cross_entropy_backward(g, logits, labels); }
+  };
   static constexpr bool contiguous_operands = true;
   template <class G, class L, class Y>
   using result_type = G;
@@ -191,6 +198,12 @@ struct softmax_cross_entropy_op {
       "that loss NaN; a -Inf logit at the label (others finite) gives +Inf. Gradient: "
       "softmax_cross_entropy_backward(g, logits, labels) for the logits, none for the labels. Example: "
       "logits [[0, 0], [1, 2]] with labels [0, -1] give [0.6931472 (log 2), 0].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn, 5>>, law::labels<shape<dyn>, -1, 5>>;
+    template <class T>
+    static auto of(const auto& logits, const auto& labels) { return softmax_cross_entropy(logits, labels); }
+  };
   static constexpr bool contiguous_operands = true;
   template <class L, class Y>
   using result_type = L;

@@ -5,6 +5,7 @@
 #include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
+#include "law_example.hpp"
 
 namespace symflow {
 namespace ops {
@@ -21,6 +22,12 @@ struct permute_op {
       "the last two axes of a rank-2 or rank-3 operand. Gradient: g transposed by the inverse "
       "permutation. Example: transpose of x = [[1, 2, 3], [4, 5, 6]] (perm [1, 0]) is [[1, 4], [2, 5], "
       "[3, 6]].";
+  // The law tests' instance of this op (ops/law_example.hpp).
+  struct law_example {
+    using operands = std::tuple<law::floating<shape<dyn, 37>>>;
+    template <class T>
+    static auto of(const auto& x0) { return permute<1, 0>(x0); }
+  };
   static constexpr bool contiguous_operand = false;
   static constexpr std::array<std::size_t, sizeof...(Perm)> perm{Perm...};
   // Attributes for the graph value (graph/).

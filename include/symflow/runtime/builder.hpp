@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -173,6 +174,25 @@ class graph_builder {
   }
   std::string scoped(const std::string& name) const { return scope_.empty() ? name : scope_ + "/" + name; }
 
+  // The least common multiple of the known extents of a node's operands and of the positive
+  // integers in its attributes; 1 where it would exceed 2^20 (the probes must not overflow a count).
+  static std::size_t probe_scale(const graph_node& n, const std::vector<graph_handle>& inputs) {
+    std::size_t scale = 1;
+    auto take = [&](std::int64_t v) {
+      if (v <= 1 || scale == 0) return;
+      scale = std::lcm(scale, std::size_t(v));
+      if (scale > (std::size_t(1) << 20)) scale = 0;
+    };
+    for (const auto& h : inputs)
+      for (auto e : h.shape()) take(e);
+    for (const auto& a : n.attributes) {
+      if (const auto* v = std::get_if<std::int64_t>(&a.value)) take(*v);
+      if (const auto* l = std::get_if<std::vector<std::int64_t>>(&a.value))
+        for (auto v : *l) take(v);
+    }
+    return scale == 0 ? 1 : scale;
+  }
+
   // Unknown extents (-1): elementwise broadcasting keeps them unknown unless a known extent other than
   // 1 decides; other ops' rules run twice with the unknowns replaced by two different probe extents,
   // and a result extent that differs between the runs is unknown.
@@ -221,14 +241,26 @@ class graph_builder {
         }
         return graph_type{t.type, shape};
       }
-      auto first = infer_node_type(op, attrs, types, extents_with(1009), who);
-      std::vector<std::int64_t> shape(first.extents.begin(), first.extents.end());
-      if (unknown) {
-        auto second = infer_node_type(op, attrs, types, extents_with(1013), who);
-        for (std::size_t i = 0; i < shape.size(); ++i)
-          if (first.extents[i] != second.extents[i]) shape[i] = -1;
+      auto probe = [&](std::size_t scale) {
+        auto first = infer_node_type(op, attrs, types, extents_with(1009 * scale), who);
+        std::vector<std::int64_t> shape(first.extents.begin(), first.extents.end());
+        if (unknown) {
+          auto second = infer_node_type(op, attrs, types, extents_with(1013 * scale), who);
+          for (std::size_t i = 0; i < shape.size(); ++i)
+            if (first.extents[i] != second.extents[i]) shape[i] = -1;
+        }
+        return graph_type{first.type, shape};
+      };
+      if (!unknown) return probe(1);
+      try {
+        return probe(1);
+      } catch (const shape_error&) {
+        // A rule may need the unknown extent to be a multiple of the known ones (reshape [?, 3] to
+        // [-1, 37]): probe again with multiples of every extent the node names, before refusing.
+        const std::size_t scale = probe_scale(n, inputs);
+        if (scale <= 1) throw;
+        return probe(scale);
       }
-      return graph_type{first.type, shape};
     } catch (const shape_error& e) {
       throw shape_error(std::string(e.what()) + " (operands " + describe_operands() + ")");
     }

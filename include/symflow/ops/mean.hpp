@@ -18,8 +18,9 @@ struct mean_op {
       "number of elements reduced; in C++ mean(x) reduces every axis, mean(x, axes<0, -1>) the listed "
       "ones (negative axes count from the end) and mean(x, axes<1>, keepdims) keeps them as extent 1; "
       "a graph lists its axes explicitly (an empty list reduces nothing). f32, f64, i32 or i64 (the "
-      "graph interpreter refuses bool). Integer means truncate toward zero (the mean of [-1, -2, -4] "
-      "is -2). An empty mean is NaN for floats (0 for integers); a NaN, or +Inf with -Inf, gives NaN. "
+      "graph interpreter refuses bool). Integer means are the sum, wrapped as sum's, divided by the "
+      "count and truncated toward zero (the mean of [-1, -2, -4] is -2). An empty mean is NaN for "
+      "floats (0 for integers); a NaN, or +Inf with -Inf, gives NaN. "
       "Gradient: g / count to every reduced element. Example: mean with axes [1] of [[1, 2, 3], [4, 5, "
       "7]] is [2, 5.3333335].";
 #endif
@@ -27,9 +28,11 @@ struct mean_op {
   static constexpr T identity() {
     return T(0);
   }
+  // Integers wrap as add_op::apply does (see sum_op::combine).
   template <class T>
   SYMFLOW_HD static T combine(T a, T b) {
-    return a + b;
+    if constexpr (std::numeric_limits<T>::has_infinity) return a + b;
+    else return T(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>
@@ -50,9 +53,11 @@ struct mean_op {
   // Linear: the tangent of the result is the same reduction of the operand's tangent.
   static constexpr bool linear = true;
 #endif
+  // Integers divide in 64 bits: T(count) could wrap to 0 or -1 for an i32 mean of 2^32 - 1 elements.
   template <class T>
   SYMFLOW_HD static T finish(T acc, [[maybe_unused]] std::size_t count) {
-    return count ? T(acc / T(count)) : std::numeric_limits<T>::quiet_NaN();
+    if constexpr (std::numeric_limits<T>::has_infinity) return count ? T(acc / T(count)) : std::numeric_limits<T>::quiet_NaN();
+    else return count ? T(static_cast<long long>(acc) / static_cast<long long>(count)) : T(0);
   }
 };
 }  // namespace ops

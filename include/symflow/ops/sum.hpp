@@ -21,17 +21,21 @@ struct sum_op {
       "Floats: IEEE additions, so a NaN, or +Inf with -Inf, gives NaN; the order of the additions is "
       "the evaluator's (compiled code adds in the element type with SIMD accumulators, the graph "
       "interpreter accumulates in double), so the two may differ in the last bits. Integers are added "
-      "in the element type; an overflowing integer sum is C++ signed overflow (undefined, unlike add, "
-      "which wraps). Gradient: g broadcast back over the reduced axes. Example: sum with axes [1] of "
-      "[[1, 2, 3], [4, 5, 6]] is [6, 15].";
+      "in the element type and wrap (two's complement), as add does, so an integer sum does not "
+      "depend on the order either (the i32 sum of [2147483647, 1] is -2147483648). Gradient: g "
+      "broadcast back over the reduced axes. Example: sum with axes [1] of [[1, 2, 3], [4, 5, 6]] is "
+      "[6, 15].";
 #endif
   template <class T>
   static constexpr T identity() {
     return T(0);
   }
+  // Integers wrap as add_op::apply does: signed overflow is undefined behaviour in C++, so they are
+  // added in unsigned arithmetic (the hardware's and NumPy's result).
   template <class T>
   SYMFLOW_HD static T combine(T a, T b) {
-    return a + b;
+    if constexpr (std::numeric_limits<T>::has_infinity) return a + b;
+    else return T(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   template <class P>

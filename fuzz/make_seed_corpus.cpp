@@ -122,6 +122,9 @@ void write_bad_json(const graph& model) {
   std::string many_keys = "{";
   for (int i = 0; i < 100; ++i) many_keys += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
   write_text(dir / "bad-many-keys.json", many_keys + "}");
+  // A matmul of f64 by f32: kernels read their operands as the dtypes their rule admits.
+  write_text(dir / "bad-kernel-dtypes.json",
+             replaced(good, "\"name\":\"x\",\"scope\":\"\",\"dtype\":\"f32\"", "\"name\":\"x\",\"scope\":\"\",\"dtype\":\"f64\""));
 }
 
 // Rewrites the header's CRC-32 after a deliberate change, so that the change itself is what is refused.
@@ -157,6 +160,9 @@ void write_bad_binary(const graph& model) {
   g.constants.clear();
   g.parameters[0].value->extents = {std::int64_t(1) << 40, std::int64_t(1) << 40};
   write("bad-shape-overflow.sfg", save_graph_binary(g));
+  g = model;
+  g.inputs[0].type.type = dtype::f64;  // matmul of f64 by f32
+  write("bad-kernel-dtypes.sfg", save_graph_binary(g));
 }
 
 // A version 1.0 file with the given header dictionary, padded as NumPy pads it, and 24 zero data bytes.

@@ -255,6 +255,25 @@ def case_bad_input(tool, data):
         (["run", dense_sfg, "--feed", "x=/dev/zero", "--feed", "b=" + b], "--feed x: npy file '/dev/zero': is a character device"),
         (["run", dense_sfg, "--feed", "x=" + tool.work, "--feed", "b=" + b], "is a directory, not a regular file"),
     ]
+    # Kernels read their operands as the dtypes their rule admits: a matmul of f32 by f64 computed
+    # garbage and a concat of f64 and f32 read past the end of the f32 operand, in files like these.
+    def two_parameter_graph(name, op, attrs, a, b, out):
+        leaf = '{"id":%d,"name":"%s","scope":"","dtype":"%s","shape":%s,"file":"","line":0,"value":{"shape":%s,"values":%s}}'
+        graph = {"format": "symflow.graph", "version": 1, "inputs": [], "constants": [], "outputs": [2]}
+        text = json.dumps(graph)[:-1]
+        text += ', "parameters": [%s, %s]' % (leaf % ((0, "a") + a[:2] + a[1:]), leaf % ((1, "b") + b[:2] + b[1:]))
+        text += ', "nodes": [{"id":2,"op":"%s","name":"%s","inputs":[0,1],"attrs":%s,"dtype":"%s","shape":%s,' \
+                '"file":"","line":0}]}' % (op, name, attrs, out[0], out[1])
+        return put(name + ".json", text)
+    mixed_matmul = two_parameter_graph("mm", "matmul", "{}", ("f32", "[2,2]", "[1,2,3,4]"), ("f64", "[2,1]", "[5,6]"),
+                                       ("f32", "[2,1]"))
+    mixed_concat = two_parameter_graph("cat", "concat", '{"axis":0}', ("f64", "[2]", "[1,2]"), ("f32", "[2]", "[3,4]"),
+                                       ("f64", "[4]"))
+    cases += [
+        (["run", mixed_matmul], "node 2 'mm' (matmul): operands of dtypes (f32, f64) are not accepted"),
+        (["run", mixed_concat], "node 2 'cat' (concat): operands of dtypes (f64, f32) are not accepted"),
+        (["inspect", mixed_concat], "node 2 'cat' (concat): operands of dtypes (f64, f32) are not accepted"),
+    ]
     for args, reason in cases:
         tool.refuses(args, reason)
     for args, _ in cases:

@@ -88,6 +88,17 @@ struct operand_shapes_valid_for_op {
   static constexpr bool value = Op::template shapes_ok<OperandShapes...>;  // own member: see broadcast.hpp
 };
 
+// The condition of the static_assert for a kernel's operand dtypes: its op's dtype rule (`accepts`,
+// which the graph loaders and the interpreter read too, ir/op_registry.hpp; every listed kernel
+// declares one), true for kernels without one (the runtime's program ops take any leaves).
+template <class Op, class... Ts>
+struct operand_dtypes_valid_for_kernel {
+  static constexpr bool value = [] {
+    if constexpr (requires { Op::template accepts<Ts...>; }) return bool(Op::template accepts<Ts...>);
+    else return true;
+  }();
+};
+
 template <class Op, expression A>
 auto make_view(Op op, source_site where, const A& a) {
   static_assert(operand_shapes_valid_for_op<Op, shape_of<A>>::value,
@@ -100,7 +111,10 @@ template <class Op, expression... Args>
 auto make_kernel(Op op, source_site where, const Args&... args) {
   static_assert(operand_shapes_valid_for_op<Op, shape_of<Args>...>::value,
                 "symflow: operand shapes do not fit this op (op and shapes below)");
-  if constexpr (operand_shapes_valid_for_op<Op, shape_of<Args>...>::value)
+  static_assert(operand_dtypes_valid_for_kernel<Op, value_type_of<Args>...>::value,
+                "symflow: operand dtypes do not fit this op (op and dtypes below)");
+  if constexpr (operand_shapes_valid_for_op<Op, shape_of<Args>...>::value &&
+                operand_dtypes_valid_for_kernel<Op, value_type_of<Args>...>::value)
     return kernel_node<Op, Args...>{{}, operands_of_values(args...), op, capture_node_info(where)};
 }
 

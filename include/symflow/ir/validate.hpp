@@ -1,7 +1,8 @@
 #pragma once
-// Checks that a graph value is well formed: every op known with the right operand count and
-// attributes, every reference to a value defined before it, every shape representable. Loaders run it
-// on everything they read; the message names the offending entry.
+// Checks that a graph value is well formed: every op known with the right operand count, attributes
+// and operand dtypes (by the op's own dtype rule, ir/op_registry.hpp's dtype_rule: a kernel reads its
+// operands as the types its rule admits), every reference to a value defined before it, every shape
+// representable. Loaders run it on everything they read; the message names the offending entry.
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -127,6 +128,11 @@ inline void validate(const graph& g, std::string_view context = "graph") {
       if (ref >= id)
         graph_fail(context, who + ": input " + std::to_string(k) + " refers to value " + std::to_string(ref) +
                                 ", which is not defined before it (a cycle or forward reference)");
+    }
+    if (schema->dtypes.operands) {
+      std::vector<dtype> in;
+      for (const std::uint32_t ref : n.inputs) in.push_back(g.type_of(ref).type);
+      if (!schema->dtypes.result(in)) graph_fail(context, who + ": " + schema->dtypes.refusal(n.op, in));
     }
     for (std::size_t a = 0; a < n.attributes.size(); ++a) {
       const auto& attr = n.attributes[a];

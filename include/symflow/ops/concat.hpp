@@ -69,6 +69,10 @@ struct concat_op {
   }
   template <class T, class... Rest>
   using result_type = T;
+  // Its dtype rule (ir/op_registry.hpp): one dtype for every operand (the runtime form copies bytes
+  // of the result's element size from each).
+  template <class T, class... Rest>
+  static constexpr bool accepts = (std::is_same_v<T, Rest> && ...);
 
   template <class S0, class... S>
   static constexpr bool shapes_ok = [] {
@@ -159,7 +163,7 @@ struct concat_op {
 
 template <std::size_t Axis, expression A, expression... B>
 auto concat(const A& a, const B&... b) {
-  static_assert((std::is_same_v<value_type_of<A>, value_type_of<B>> && ...),
+  static_assert(ops::concat_op<Axis>::template accepts<value_type_of<A>, value_type_of<B>...>,
                 "symflow: concat needs operands of one dtype");
   return make_kernel(ops::concat_op<Axis>{}, source_site{}, a, b...);
 }

@@ -69,6 +69,8 @@ struct conv2d_op : conv2d_attributes<Stride, Padding> {
   };
   template <class X, class W>
   using result_type = X;
+  template <class X, class W>
+  static constexpr bool accepts = conv_detail::one_floating_dtype<X, W>;  // dtype rule (ir/op_registry.hpp)
   template <class SX, class SW>
   static constexpr bool shapes_ok = conv_detail::static_shapes_fit<SX, SW, Stride, Padding>();
   template <class SX, class SW>

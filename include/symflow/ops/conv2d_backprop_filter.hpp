@@ -62,6 +62,8 @@ struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
   };
   template <class X, class G, class W>
   using result_type = X;
+  template <class X, class G, class W>  // dtype rule (ir/op_registry.hpp); like: any dtype
+  static constexpr bool accepts = conv_detail::one_floating_dtype<X, G>;
   template <std::size_t I>
   static constexpr bool reads_operand = I != 2;
   template <class SX, class SG, class SW>

@@ -86,6 +86,8 @@ struct conv2d_backprop_input_op : conv2d_attributes<Stride, Padding> {
   };
   template <class G, class W, class X>
   using result_type = G;
+  template <class G, class W, class X>  // dtype rule (ir/op_registry.hpp); like: any dtype
+  static constexpr bool accepts = conv_detail::one_floating_dtype<G, W>;
   template <std::size_t I>
   static constexpr bool reads_operand = I != 2;
   template <class SG, class SW, class SX>

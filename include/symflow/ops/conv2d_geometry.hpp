@@ -68,6 +68,11 @@ constexpr std::size_t static_output_extent(std::size_t in, std::size_t k, std::s
 }
 constexpr bool compatible(std::size_t a, std::size_t b) { return a == b || a == dyn || b == dyn; }
 
+// The convolutions' dtype rule for the two operands they compute with (a `like` operand gives
+// extents only, so any dtype): one floating-point dtype.
+template <class A, class B>
+inline constexpr bool one_floating_dtype = std::is_same_v<A, B> && std::is_floating_point_v<A>;
+
 template <class SX, class SW, std::size_t Stride, padding P>
 consteval bool static_shapes_fit() {
   if constexpr (SX::rank != 4 || SW::rank != 4) {
@@ -280,7 +285,7 @@ struct conv2d_attributes {
 namespace detail {
 template <class X, class W>
 consteval void check_conv_operands() {
-  static_assert(std::is_same_v<value_type_of<X>, value_type_of<W>> && std::is_floating_point_v<value_type_of<X>>,
+  static_assert(ops::conv_detail::one_floating_dtype<value_type_of<X>, value_type_of<W>>,
                 "symflow: conv2d needs floating-point operands of one dtype");
 }
 }  // namespace detail

@@ -91,6 +91,8 @@ struct dropout_op {
 
   template <class X>
   using result_type = X;
+  template <class X>
+  static constexpr bool accepts = std::is_floating_point_v<X>;  // dtype rule (ir/op_registry.hpp)
   template <class S>
   static constexpr bool shapes_ok = true;
   template <class S>
@@ -135,7 +137,7 @@ struct dropout_op {
 // Training-time dropout; see the top of this file for the exact mask.
 template <expression X>
 auto dropout(const X& x, double rate, std::uint64_t seed, source_site where = source_site::current()) {
-  static_assert(std::is_floating_point_v<value_type_of<X>>, "symflow: dropout needs a floating-point operand");
+  static_assert(ops::dropout_op::accepts<value_type_of<X>>, "symflow: dropout needs a floating-point operand");
   ops::dropout_detail::check_rate("dropout", rate);
   return make_kernel(ops::dropout_op{rate, seed}, where, x);
 }

@@ -39,6 +39,10 @@ struct matmul_op {
   static constexpr bool contiguous_operands = true;
   template <class A, class B>
   using result_type = A;
+  // Its dtype rule (the graph loaders and the interpreter read it too, ir/op_registry.hpp): one
+  // floating-point dtype for both operands.
+  template <class A, class B>
+  static constexpr bool accepts = std::is_same_v<A, B> && std::is_floating_point_v<A>;
 
   template <class SA, class SB>
   static consteval bool inner_ok() {
@@ -124,8 +128,8 @@ struct matmul_op {
       };
       auto run = [&](auto t) {
         using T = decltype(t);
-        if constexpr (std::is_same_v<T, bool>) {
-          throw value_error("matmul: bool operands are not supported");
+        if constexpr (!accepts<T, T>) {  // refused by the dtype rule before anything runs
+          throw value_error("matmul: takes f32 or f64 operands, not " + std::string(dtype_name(out.type)));
         } else {
           const auto o = view(out.as<T>(), out.extents, ra);
           run_cpu<T>(o, view(static_cast<const T*>(in[0].data), in[0].extents, ra),
@@ -221,8 +225,8 @@ auto matmul(const A& a, const B& b, source_site where = source_site::current()) 
   // A failed check is one error whose first line names the dtypes, shapes and the problem.
   if constexpr (value_handle<A> || value_handle<B>) {
     return apply_value(ops::matmul_op{}, a, b);
-  } else if constexpr (!std::is_same_v<value_type_of<A>, value_type_of<B>> || !std::is_floating_point_v<value_type_of<A>> ||
-                !ops::matmul_op::shapes_ok<shape_of<A>, shape_of<B>>) {
+  } else if constexpr (!ops::matmul_op::accepts<value_type_of<A>, value_type_of<B>> ||
+                       !ops::matmul_op::shapes_ok<shape_of<A>, shape_of<B>>) {
     constexpr auto message = diag::matmul_message<A, B>();
     (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
     return invalid_operands_result<value_type_of<A>, std::max(A::rank, B::rank)>{};

@@ -40,6 +40,9 @@ struct one_hot_op {
   static constexpr bool contiguous_operands = true;
   template <class Label>
   using result_type = To;
+  // Its dtype rule (ir/op_registry.hpp): integer labels; the result's dtype is the attribute `to`.
+  template <class Label>
+  static constexpr bool accepts = std::is_integral_v<Label> && !std::is_same_v<Label, bool>;
   template <class S>
   static constexpr bool shapes_ok = true;
   template <class S>
@@ -105,8 +108,7 @@ struct one_hot_op {
 
 template <std::size_t Depth, class To = float, expression L>
 auto one_hot(const L& labels, source_site where = source_site::current()) {
-  static_assert(std::is_integral_v<value_type_of<L>> && !std::is_same_v<value_type_of<L>, bool>,
-                "symflow: one_hot takes integer labels");
+  static_assert(ops::one_hot_op<Depth, To>::template accepts<value_type_of<L>>, "symflow: one_hot takes integer labels");
   return make_kernel(ops::one_hot_op<Depth, To>{}, where, labels);
 }
 // With the depth as a rule's attribute value (expr/derivative_rule.hpp) and `like`'s dtype.

@@ -179,6 +179,8 @@ template <std::size_t Window, std::size_t Stride>
 struct pool2d_shape_rules : pool2d_attributes<Window, Stride> {
   template <class X, class... Rest>
   using result_type = X;
+  template <class X, class... Rest>  // dtype rule (ir/op_registry.hpp): one floating-point dtype
+  static constexpr bool accepts = std::is_floating_point_v<X> && (std::is_same_v<X, Rest> && ...);
 };
 
 namespace pool_detail {
@@ -376,6 +378,8 @@ struct avg_pool2d_backward_op : pool2d_backward_rules<Window, Stride, pool_detai
   using rules = pool2d_backward_rules<Window, Stride, pool_detail::avg_pooling>;
   template <std::size_t I>
   static constexpr bool reads_operand = I == 0;
+  template <class G, class X>  // like gives extents only: any dtype
+  static constexpr bool accepts = std::is_floating_point_v<G>;
   template <class T, class Out, class G, class X>
   static void run_cpu(const Out& out, const G& g, const X&) {
     pool_detail::avg_backward<T>(pool_detail::checked_geometry(rules::name, rules::name, out.extents(), Window, Stride), g.data(),

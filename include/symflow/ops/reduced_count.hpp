@@ -47,6 +47,8 @@ struct reduced_count_op {
   static constexpr bool contiguous_operands = false;
   template <class X>
   using result_type = To;
+  template <class X>
+  static constexpr bool accepts = true;  // dtype rule (ir/op_registry.hpp): extents only
   template <std::size_t I>
   static constexpr bool reads_operand = false;
   template <class S>

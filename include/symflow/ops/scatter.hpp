@@ -46,6 +46,8 @@ struct scatter_op {
   }
   template <class A, class B>
   using result_type = A;
+  template <class A, class B>
+  static constexpr bool accepts = true;  // dtype rule (ir/op_registry.hpp): like gives extents only
   template <std::size_t I>
   static constexpr bool reads_operand = I == 0;
   template <class SA, class SB>

@@ -106,6 +106,10 @@ void backward(const T* g, const T* logits, const Label* labels, T* out, std::siz
   }
 }
 
+// The labels' dtype rule (i32 or i64).
+template <class Y>
+inline constexpr bool label_dtype = std::is_integral_v<Y> && !std::is_same_v<Y, bool>;
+
 template <class F>
 void with_label_dtype(dtype t, std::string_view op, F&& f) {
   if (t == dtype::i32) f(std::int32_t{});
@@ -137,6 +141,8 @@ struct softmax_cross_entropy_backward_op {
   static constexpr bool contiguous_operands = true;
   template <class G, class L, class Y>
   using result_type = G;
+  template <class G, class L, class Y>  // dtype rule (ir/op_registry.hpp)
+  static constexpr bool accepts = std::is_same_v<G, L> && std::is_floating_point_v<L> && sce_detail::label_dtype<Y>;
   template <class SG, class SL, class SY>
   static constexpr bool shapes_ok = [] {
     if constexpr (!sce_detail::static_shapes_fit<SL, SY>() || SG::rank != 1) return false;
@@ -207,6 +213,8 @@ struct softmax_cross_entropy_op {
   static constexpr bool contiguous_operands = true;
   template <class L, class Y>
   using result_type = L;
+  template <class L, class Y>  // dtype rule (ir/op_registry.hpp): floating logits, integer labels
+  static constexpr bool accepts = std::is_floating_point_v<L> && sce_detail::label_dtype<Y>;
   template <class SL, class SY>
   static constexpr bool shapes_ok = sce_detail::static_shapes_fit<SL, SY>();
   template <class SL, class SY>

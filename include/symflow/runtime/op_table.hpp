@@ -2,7 +2,8 @@
 // The interpreter's table of ops, built from `registered_ops` (ir/op_registry.hpp): for each op,
 // what its own file provides — elementwise ops: the dtype rule, scalar function and SIMD packet
 // function, instantiated for the operand dtypes a node has; reductions: identity, combine and finish;
-// views and kernels: their runtime forms (a layout rule, or a shape rule and a CPU implementation).
+// views and kernels: their runtime forms (a layout rule, or a shape rule and a CPU implementation)
+// and, for kernels, the dtype rule that decides their result's dtype (ir/op_registry.hpp).
 // Nothing here knows an op by name.
 #include <algorithm>
 #include <cstring>
@@ -181,6 +182,7 @@ void reduce_runtime(const runtime_array& in, const std::vector<bool>& reduced, c
 struct runtime_op {
   std::string_view name;
   node_kind kind;
+  dtype_rule dtypes;  // elementwise ops and kernels: the op's own accepts/result_type over the dtype table
   std::optional<elementwise_kernel> (*elementwise)(const node_attributes&, const std::vector<dtype>&) = nullptr;
   void (*reduce)(const runtime_array& in, const std::vector<bool>& reduced, const runtime_array& out) = nullptr;
   runtime_layout (*view)(const node_attributes&, const runtime_layout&, const std::string& who) = nullptr;
@@ -193,7 +195,7 @@ namespace runtime_detail {
 template <class Entry>
 runtime_op runtime_op_of() {
   using Op = typename Entry::type;
-  runtime_op r{Op::name, Entry::kind};
+  runtime_op r{Op::name, Entry::kind, detail::dtype_rule_of<Entry::kind, Op>()};
   if constexpr (Entry::kind == node_kind::elementwise) {
     r.elementwise = &elementwise_kernel_for<Op>;
   } else if constexpr (Entry::kind == node_kind::reduction) {
@@ -231,12 +233,6 @@ SYMFLOW_LIBRARY_LINKAGE const runtime_op* find_runtime_op(std::string_view name)
   return it != all.end() && it->name == name ? &*it : nullptr;
 }
 #endif
-
-// A kernel's result dtype: the dtype its `to` attribute names, else its first operand's.
-inline dtype kernel_result_dtype(const node_attributes& a, const std::vector<dtype>& in) {
-  if (a.has("to")) return a.dtype_of("to");
-  return in.empty() ? dtype::f32 : in[0];
-}
 
 // Elementwise operands broadcast NumPy-style: extents aligned from the right, 1 stretches.
 inline runtime_extents broadcast_extents(const std::string& who, const std::vector<runtime_extents>& in) {
@@ -279,11 +275,7 @@ inline inferred_type infer_node_type(const runtime_op& op, const node_attributes
   switch (op.kind) {
     case node_kind::elementwise: {
       r.kernel = op.elementwise(attrs, in_types);
-      if (!r.kernel) {
-        std::string list;
-        for (auto d : in_types) list += (list.empty() ? "" : ", ") + std::string(dtype_name(d));
-        throw value_error(who + ": operands of dtypes (" + list + ") are not accepted");
-      }
+      if (!r.kernel) throw value_error(who + ": " + op.dtypes.refusal(op.name, in_types));
       r.type = r.kernel->result;
       r.extents = broadcast_extents(who, in_extents);
       break;
@@ -301,9 +293,16 @@ inline inferred_type infer_node_type(const runtime_op& op, const node_attributes
       r.type = in_types.at(0);
       r.extents = op.view(attrs, runtime_layout::contiguous(in_extents.at(0)), who).extents;
       break;
-    default:
-      r.type = kernel_result_dtype(attrs, in_types);
+    default: {
+      // A kernel reads its operands as the types its dtype rule admits: refused here, before any
+      // kernel runs, where the rule refuses them (a matmul of f32 by f64 read 8-byte values as
+      // floats, a concat of f64 and f32 read past the end of the f32 operand). The result's dtype is
+      // the rule's, or the one a `to` attribute names (one_hot, reduced_count).
+      const auto d = op.dtypes.result(in_types);
+      if (!d) throw value_error(who + ": " + op.dtypes.refusal(op.name, in_types));
+      r.type = attrs.has("to") ? attrs.dtype_of("to") : *d;
       r.extents = op.kernel_extents(attrs, in_extents, who);
+    }
   }
   return r;
 }

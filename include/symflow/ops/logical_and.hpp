@@ -1,0 +1,51 @@
+#ifndef SYMFLOW_OPS_LOGICAL_AND_HPP
+#define SYMFLOW_OPS_LOGICAL_AND_HPP
+#ifndef SYMFLOW_SCALAR_ONLY
+#include <type_traits>
+
+#include "../expr/elementwise.hpp"
+#endif
+
+namespace symflow {
+namespace ops {
+struct logical_and_op : mask_result {
+  static constexpr std::string_view name = "logical_and";
+#ifndef SYMFLOW_SCALAR_ONLY
+  static constexpr std::string_view doc =
+      "logical_and(a, b): a && b elementwise, as a bool mask. a and b are bool (as ONNX And; "
+      "torch.logical_and and numpy.logical_and also take numbers, here compare with 0 first) and "
+      "broadcast (NumPy rules: right-aligned, an extent of 1 stretches); in C++ one of them may be a "
+      "plain bool. No gradient: the operands are bool. Example: logical_and([true, true, false, "
+      "false], [true, false, true, false]) is [true, false, false, false].";
+  // bool and bool in, bool out.
+  template <class T, class... Rest>
+  static constexpr bool accepts = std::is_same_v<T, bool> && (std::is_same_v<Rest, bool> && ...);
+#endif
+  template <class T>
+  SYMFLOW_HD static bool apply(T a, T b) {
+    return a && b;
+  }
+#ifndef SYMFLOW_SCALAR_ONLY
+  // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
+  template <class G, class Y, class A, class B>
+  static auto gradient(const G&, const Y&, const A&, const B&) {
+    return tuple_of(no_gradient{}, no_gradient{});
+  }
+#endif
+};
+}  // namespace ops
+#ifndef SYMFLOW_SCALAR_ONLY
+
+template <class A, class B>
+  requires binary_operands<A, B>
+auto logical_and(const A& a, const B& b, source_site where = source_site::current()) {
+  return make_binary<ops::logical_and_op>(a, b, where);
+}
+#endif
+}  // namespace symflow
+#endif  // SYMFLOW_OPS_LOGICAL_AND_HPP
+
+// The op list (list.hpp) reads this file a second time with SYMFLOW_LISTED defined.
+#ifdef SYMFLOW_LISTED
+SYMFLOW_LISTED(elementwise, logical_and_op)
+#endif

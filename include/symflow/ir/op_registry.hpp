@@ -151,11 +151,15 @@ template <std::size_t>
 struct square_shape {
   using type = shape<2, 2>;
 };
+// Spelled out per count: clang 14 refuses a pack expanded into an alias template's non-pack
+// parameters (CWG 1430), so `result_shape<S...>` would probe false for every fixed-arity kernel.
 template <class Op, std::size_t N>
 consteval bool kernel_takes() {
-  return []<std::size_t... I>(std::index_sequence<I...>) {
-    return requires { typename Op::template result_shape<typename square_shape<I>::type...>; };
-  }(std::make_index_sequence<N>{});
+  using S = typename square_shape<N>::type;
+  if constexpr (N == 1) return requires { typename Op::template result_shape<S>; };
+  else if constexpr (N == 2) return requires { typename Op::template result_shape<S, S>; };
+  else if constexpr (N == 3) return requires { typename Op::template result_shape<S, S, S>; };
+  else return requires { typename Op::template result_shape<S, S, S, S>; };
 }
 
 // Operand counts: an elementwise op's from its scalar function, a kernel's from its shape rule,

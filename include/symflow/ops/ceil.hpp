@@ -10,7 +10,7 @@
 
 namespace symflow {
 namespace ops {
-struct ceil_op : floating_result {
+struct ceil_op : rounding_op<rounding_detail::toward_positive> {
   static constexpr std::string_view name = "ceil";
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
@@ -25,19 +25,6 @@ struct ceil_op : floating_result {
   SYMFLOW_HD static T apply(T x) {
     return std::ceil(x);
   }
-#ifndef SYMFLOW_SCALAR_ONLY
-  template <class T>
-  static constexpr bool packet_dtype_ok = rounding_detail::exact_packets<T>;
-  template <class P>
-  static P packet(const P& x) {
-    return rounding_detail::round_lanes<rounding_detail::toward_positive>(x);
-  }
-  // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
-  template <class G, class Y, class X>
-  static auto gradient(const G&, const Y&, const X&) {
-    return tuple_of(zero<value_type_of<G>>{});
-  }
-#endif
 };
 }  // namespace ops
 #ifndef SYMFLOW_SCALAR_ONLY

@@ -10,6 +10,14 @@
 
 namespace symflow {
 namespace ops {
+namespace rounding_detail {
+// The rounding-control immediates of SSE4.1 / AVX / AVX-512 rounding (_MM_FROUND_*: <smmintrin.h>
+// defines them only where SSE4.1 is enabled): toward -Inf, toward +Inf, the current mode (MXCSR;
+// round to nearest, ties to even, by default, as std::nearbyint follows it), and "raise no inexact
+// exception". Outside the host-only part: they name the ops' rounding modes (rounding_op below).
+inline constexpr int toward_negative = 0x01, toward_positive = 0x02, current_mode = 0x04;
+inline constexpr int no_exceptions = 0x08;
+}  // namespace rounding_detail
 #ifndef SYMFLOW_SCALAR_ONLY
 namespace rounding_detail {
 // Whether this build rounds packets of T to integers with one instruction (SSE4.1 roundps/pd,
@@ -25,11 +33,6 @@ inline constexpr bool exact_packets =
     false;
 #endif
 
-// The rounding-control immediates of those instructions (_MM_FROUND_*: <smmintrin.h> defines them
-// only where SSE4.1 is enabled): toward -Inf, toward +Inf, the current mode (MXCSR; round to nearest,
-// ties to even, by default, as std::nearbyint follows it), and "raise no inexact exception".
-inline constexpr int toward_negative = 0x01, toward_positive = 0x02, current_mode = 0x04;
-inline constexpr int no_exceptions = 0x08;
 
 // Each lane of x rounded to an integer in the mode Mode (one of the above), picked by lane type and
 // count as simd::exact_sqrt does.
@@ -56,7 +59,26 @@ inline P round_lanes(const P& x) {
 }  // namespace rounding_detail
 #endif
 
-struct floor_op : floating_result {
+// What floor, ceil and round share besides their scalar function: the exact one-instruction SIMD
+// form in their rounding mode, and a derivative that is 0 wherever it exists.
+template <int Mode>
+struct rounding_op : floating_result {
+#ifndef SYMFLOW_SCALAR_ONLY
+  template <class T>
+  static constexpr bool packet_dtype_ok = rounding_detail::exact_packets<T>;
+  template <class P>
+  static P packet(const P& x) {
+    return rounding_detail::round_lanes<Mode>(x);
+  }
+  // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
+  template <class G, class Y, class X>
+  static auto gradient(const G&, const Y&, const X&) {
+    return tuple_of(zero<value_type_of<G>>{});
+  }
+#endif
+};
+
+struct floor_op : rounding_op<rounding_detail::toward_negative> {
   static constexpr std::string_view name = "floor";
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
@@ -70,19 +92,6 @@ struct floor_op : floating_result {
   SYMFLOW_HD static T apply(T x) {
     return std::floor(x);
   }
-#ifndef SYMFLOW_SCALAR_ONLY
-  template <class T>
-  static constexpr bool packet_dtype_ok = rounding_detail::exact_packets<T>;
-  template <class P>
-  static P packet(const P& x) {
-    return rounding_detail::round_lanes<rounding_detail::toward_negative>(x);
-  }
-  // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
-  template <class G, class Y, class X>
-  static auto gradient(const G&, const Y&, const X&) {
-    return tuple_of(zero<value_type_of<G>>{});
-  }
-#endif
 };
 }  // namespace ops
 #ifndef SYMFLOW_SCALAR_ONLY

@@ -22,10 +22,6 @@ struct node_op {
 };
 template <class StandIn>
 inline constexpr bool rule_on_types_v<node_op<StandIn>> = false;
-template <class T>
-inline constexpr bool is_node_op_v = false;
-template <class StandIn>
-inline constexpr bool is_node_op_v<node_op<StandIn>> = true;
 
 template <fixed_string Key, class S>
 std::vector<std::int64_t> integers(const node_op<S>& self) {
@@ -69,12 +65,12 @@ graph_handle apply_kernel(const node_op<S>& self, const H&... x) {
 }
 // An op object whose attributes are all known (template arguments or members) applied to handles.
 template <class Op, class... H>
-  requires(!is_node_op_v<Op> && (std::is_same_v<H, graph_handle> && ...))
+  requires(rule_on_types_v<Op> && (std::is_same_v<H, graph_handle> && ...))
 graph_handle apply_kernel(const Op& op, const H&... x) {
   return apply_value(op, x...);
 }
 template <class Op>
-  requires(!is_node_op_v<Op>)
+  requires rule_on_types_v<Op>
 graph_handle apply_view(const Op& op, const graph_handle& x) {
   return apply_value(op, x);
 }

@@ -4,9 +4,10 @@
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
-#include "floor.hpp"
 #include "packet_math.hpp"
 #endif
+// Outside the host-only part: rounding_op, the base, is also what NVRTC compiles (op_headers.hpp).
+#include "floor.hpp"
 
 namespace symflow {
 namespace ops {

@@ -159,7 +159,7 @@ void check_adjoint_extents(const Who& who, const G& got, const Want& want, const
 // Runs f(i) for i in [0, count), split over OpenMP threads when the work is large enough to pay
 // for starting them; f(i) must touch only image i's memory.
 template <class F>
-void for_each_image(std::size_t count, std::size_t work_per_image, F&& f) {
+void for_each_image(std::size_t count, [[maybe_unused]] std::size_t work_per_image, F&& f) {
 #if defined(_OPENMP)
   if (count > 1 && count * work_per_image >= cpu::parallel_threshold && cpu::max_threads() > 1) {
 #pragma omp parallel for schedule(static)

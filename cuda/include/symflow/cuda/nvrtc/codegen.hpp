@@ -35,6 +35,7 @@
 #include <symflow/runtime/type_spelling.hpp>
 
 #include "compiler.hpp"
+#include "op_headers.hpp"
 #include "prelude.hpp"
 
 namespace symflow::cuda {
@@ -265,7 +266,7 @@ inline generated_kernel generate_kernel(const symflow::graph& g, const value_typ
     else k.access.push_back(operand_access::strided);
   }
 
-  // Headers: the prelude, config.hpp and each op's own file.
+  // Headers: the prelude, config.hpp and each op's own file (op_headers.hpp).
   std::vector<std::string> op_files;  // (a view read through strides calls nothing)
   std::vector<std::uint32_t> ops_used = members;
   if (reduction) ops_used.push_back(reduction->node);
@@ -276,18 +277,7 @@ inline generated_kernel generate_kernel(const symflow::graph& g, const value_typ
     if (std::find(op_files.begin(), op_files.end(), f) == op_files.end()) op_files.push_back(f);
   }
   k.program.headers.emplace_back(prelude_name, prelude_text);
-  for (const std::string& f : [&] {
-         std::vector<std::string> all{"symflow/core/config.hpp"};
-         all.insert(all.end(), op_files.begin(), op_files.end());
-         return all;
-       }()) {
-    const auto path = include_dir / f;
-    std::string text = read_file_or_empty(path);
-    if (text.empty())
-      throw nvrtc_error("graph_runner: cannot read " + path.string() +
-                        " (symflow's headers: set nvrtc_options::include_dir or SYMFLOW_INCLUDE_DIR)");
-    k.program.headers.emplace_back(f, std::move(text));
-  }
+  for (auto& h : op_headers(include_dir, op_files)) k.program.headers.push_back(std::move(h));
   k.program.arch = arch;
   // A reduction calls its op's `identity`, which has no execution-space annotation (a constexpr
   // host function for host compilers): NVRTC compiles such functions for the device with this.

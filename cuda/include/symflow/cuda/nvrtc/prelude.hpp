@@ -4,7 +4,8 @@
 // `std::max`, ... and name their dtype-rule base classes. With SYMFLOW_SCALAR_ONLY defined, an op file
 // (include/symflow/ops/<op>.hpp) keeps only its struct, its `name` and its SYMFLOW_HD `apply`: every
 // other member and include is behind `#ifndef SYMFLOW_SCALAR_ONLY` (a reduction's file keeps its
-// `identity`, SYMFLOW_HD `combine` and `finish`). This prelude supplies what that
+// `identity`, SYMFLOW_HD `combine` and `finish`; an op built on another op file's base, as ceil on
+// floor's rounding_op, keeps that include: op_headers.hpp supplies it). This prelude supplies what that
 // remaining part names — it restates no op's math:
 //  - std:: names for CUDA's device math overloads (float and double), and std::max/min with the
 //    standard library's semantics (`max(a, b)` is `a < b ? b : a`, which differs from fmax on NaN);

@@ -1,4 +1,5 @@
 #pragma once
 // Every op (list.hpp) and the compositions of ops that have no rules of their own (softmax.hpp).
 #include "list.hpp"
+#include "activations.hpp"
 #include "softmax.hpp"

@@ -161,11 +161,15 @@ struct concat_op {
 };
 }  // namespace ops
 
-template <std::size_t Axis, expression A, expression... B>
+// concat<Axis>(a, b, ...): the operands one after another along Axis (negative: from the last).
+template <int Axis, expression A, expression... B>
 auto concat(const A& a, const B&... b) {
-  static_assert(ops::concat_op<Axis>::template accepts<value_type_of<A>, value_type_of<B>...>,
+  constexpr int rank = int(shape_of<A>::rank);
+  static_assert(Axis >= -rank && Axis < rank, "symflow: concat: the axis is outside the operands' rank");
+  static_assert(ops::concat_op<0>::template accepts<value_type_of<A>, value_type_of<B>...>,
                 "symflow: concat needs operands of one dtype");
-  return make_kernel(ops::concat_op<Axis>{}, source_site{}, a, b...);
+  if constexpr (Axis >= -rank && Axis < rank)
+    return make_kernel(ops::concat_op<std::size_t(Axis < 0 ? Axis + rank : Axis)>{}, source_site{}, a, b...);
 }
 }  // namespace symflow
 #endif  // SYMFLOW_OPS_CONCAT_HPP

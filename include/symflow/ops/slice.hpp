@@ -101,11 +101,14 @@ template <expression X, auto Axis>
 auto slice(const X& x, fixed<Axis>, std::size_t begin, std::size_t end) {
   return make_view(ops::slice_op<std::size_t(Axis)>{begin, end}, source_site{}, x);
 }
-// Indices [begin, end) of any axis.
-template <std::size_t Axis, expression X>
+// Indices [begin, end) of any axis (negative: from the last).
+template <int Axis, expression X>
 auto narrow(const X& x, std::size_t begin, std::size_t end,
             source_site where = source_site::current()) {
-  return make_view(ops::slice_op<Axis>{begin, end}, where, x);
+  constexpr int rank = int(shape_of<X>::rank);
+  static_assert(Axis >= -rank && Axis < rank, "symflow: narrow: the axis is outside the operand's rank");
+  if constexpr (Axis >= -rank && Axis < rank)
+    return make_view(ops::slice_op<std::size_t(Axis < 0 ? Axis + rank : Axis)>{begin, end}, where, x);
 }
 }  // namespace symflow
 #endif  // SYMFLOW_OPS_SLICE_HPP

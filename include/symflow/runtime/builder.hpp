@@ -332,6 +332,10 @@ graph_handle apply_value(Op op, const X&... x) {
 // namespace: found by argument-dependent lookup on graph_handle, or named explicitly).
 inline namespace graph_ops {
 namespace handle_detail {
+// A negative axis counted from the last; out-of-range axes are left for the op's shape rule to refuse.
+inline std::int64_t from_first(std::int64_t axis, std::size_t rank) {
+  return axis < 0 && axis >= -std::int64_t(rank) ? axis + std::int64_t(rank) : axis;
+}
 inline std::vector<std::int64_t> all_axes(std::size_t rank) {
   std::vector<std::int64_t> out(rank);
   for (std::size_t i = 0; i < rank; ++i) out[i] = std::int64_t(i);
@@ -354,11 +358,25 @@ inline graph_handle transpose(const graph_handle& x, std::vector<std::int64_t> p
 inline graph_handle reshape(const graph_handle& x, std::vector<std::int64_t> target) {
   return x.builder->apply(ops::reshape_op<symflow::shape<1>>::name, {x}, {{"shape", std::move(target)}});
 }
+// Axes may be negative, counted from the last; the graph stores them from the first.
 inline graph_handle slice(const graph_handle& x, std::int64_t axis, std::int64_t begin, std::int64_t end) {
+  axis = handle_detail::from_first(axis, x.rank());
   return x.builder->apply(ops::slice_op<0>::name, {x}, {{"axis", axis}, {"begin", begin}, {"end", end}});
 }
 inline graph_handle concat(const std::vector<graph_handle>& parts, std::int64_t axis) {
+  axis = handle_detail::from_first(axis, parts.at(0).rank());
   return parts.at(0).builder->apply(ops::concat_op<0>::name, parts, {{"axis", axis}});
+}
+// The index (i64) of the largest (smallest) element along `axis` (ops/argmax.hpp).
+inline graph_handle argmax(const graph_handle& x, std::int64_t axis, bool keepdims = false, bool select_last_index = false) {
+  return x.builder->apply(ops::argmax_op<0>::name, {x},
+                          {{"axis", handle_detail::from_first(axis, x.rank())}, {"keepdims", keepdims},
+                           {"select_last_index", select_last_index}});
+}
+inline graph_handle argmin(const graph_handle& x, std::int64_t axis, bool keepdims = false, bool select_last_index = false) {
+  return x.builder->apply(ops::argmin_op<0>::name, {x},
+                          {{"axis", handle_detail::from_first(axis, x.rank())}, {"keepdims", keepdims},
+                           {"select_last_index", select_last_index}});
 }
 inline graph_handle one_hot(const graph_handle& labels, std::int64_t depth, dtype to = dtype::f32) {
   return labels.builder->apply(ops::one_hot_op<1, float>::name, {labels},
@@ -370,17 +388,17 @@ inline graph_handle one_hot(const graph_handle& labels, std::int64_t depth, cons
   return one_hot(labels, depth, like.value_type());
 }
 
-// log(sum(exp(x))) over the last axis, stabilised by the maximum (as logsumexp on types).
-inline graph_handle logsumexp(const graph_handle& x) {
-  auto m = reduce_value(ops::max_op{}, x, {-1}, true);
+// log(sum(exp(x))) over `axis` (the last by default), stabilised by the maximum (as logsumexp on types).
+inline graph_handle logsumexp(const graph_handle& x, int axis = -1) {
+  auto m = reduce_value(ops::max_op{}, x, {axis}, true);
   // summing the kept unit axis drops it
-  return log(reduce_value(ops::sum_op{}, exp(x - m), {-1}, false)) + reduce_value(ops::sum_op{}, m, {-1}, false);
+  return log(reduce_value(ops::sum_op{}, exp(x - m), {axis}, false)) + reduce_value(ops::sum_op{}, m, {axis}, false);
 }
-inline graph_handle log_softmax(const graph_handle& x) {
-  auto shifted = x - reduce_value(ops::max_op{}, x, {-1}, true);
-  return shifted - log(reduce_value(ops::sum_op{}, exp(shifted), {-1}, true));
+inline graph_handle log_softmax(const graph_handle& x, int axis = -1) {
+  auto shifted = x - reduce_value(ops::max_op{}, x, {axis}, true);
+  return shifted - log(reduce_value(ops::sum_op{}, exp(shifted), {axis}, true));
 }
-inline graph_handle softmax(const graph_handle& x) { return exp(log_softmax(x)); }
+inline graph_handle softmax(const graph_handle& x, int axis = -1) { return exp(log_softmax(x, axis)); }
 }  // namespace graph_ops
 
 }  // namespace symflow

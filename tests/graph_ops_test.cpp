@@ -61,6 +61,9 @@ TEST(GraphLowering, EveryOpPrintsBackLikeItsType) {
   auto labels = placeholder<"labels", std::int32_t, shape<dyn>>();
   auto xe = mean(sum(one_hot<4>(labels) * -log_softmax(x), axes<1>)) + sum(max(z, axes<2>, keepdims));
   expect_graph_prints_like(xe, grad(xe, x), grad(xe, z));
+  expect_graph_prints_like(embedding(W, labels), grad(sum(gather<-1>(z, labels)), z));
+  auto picks = placeholder<"picks", std::int64_t, shape<dyn, 2>>();
+  expect_graph_prints_like(grad(sum(gather_elements<1>(x, picks)), x));
   auto img = placeholder<"img", float, shape<dyn, 6, 6, 2>>();
   auto K = variable<"K", float, shape<3, 3, 2, 4>>();
   auto pooled = avg_pool2d<1>(dropout(max_pool2d<2>(conv2d<1, padding::same>(img, K)), 0.5, 3));

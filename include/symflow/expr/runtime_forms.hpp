@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../core/dtype.hpp"
@@ -46,6 +47,15 @@ struct runtime_array {
     return static_cast<T*>(data);
   }
 };
+
+// f(float{}) or f(double{}) by a runtime dtype, for kernels' runtime forms that take floating
+// operands only; any other dtype is an error naming the op.
+template <class F>
+void with_float_element(dtype t, std::string_view op, F&& f) {
+  if (t == dtype::f32) f(float{});
+  else if (t == dtype::f64) f(double{});
+  else throw value_error(std::string(op) + ": takes f32 or f64 operands, not " + std::string(dtype_name(t)));
+}
 
 // An axis attribute checked against the operand's rank.
 inline std::size_t runtime_axis(const std::string& who, std::int64_t axis, std::size_t rank) {

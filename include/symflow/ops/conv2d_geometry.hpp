@@ -234,12 +234,7 @@ T* column_buffer(std::size_t n) {
 }
 
 // The interpreter's arrays are f32 or f64 here; the shape rules already ran.
-template <class F>
-void with_float_element(dtype t, std::string_view op, F&& f) {
-  if (t == dtype::f32) f(float{});
-  else if (t == dtype::f64) f(double{});
-  else throw value_error(std::string(op) + ": takes f32 or f64 operands, not " + std::string(dtype_name(t)));
-}
+using symflow::with_float_element;
 
 template <class Attrs>
 std::size_t runtime_stride(const Attrs& a, const std::string& who) {

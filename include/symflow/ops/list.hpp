@@ -30,6 +30,8 @@
 #include "expand_as.hpp"
 #include "expand_dims.hpp"
 #include "floor.hpp"
+#include "gather.hpp"
+#include "gather_elements.hpp"
 #include "gelu.hpp"
 #include "greater.hpp"
 #include "greater_equal.hpp"

@@ -367,6 +367,16 @@ inline graph_handle concat(const std::vector<graph_handle>& parts, std::int64_t 
   axis = handle_detail::from_first(axis, parts.at(0).rank());
   return parts.at(0).builder->apply(ops::concat_op<0>::name, parts, {{"axis", axis}});
 }
+// data's slices along `axis` at integer indices (ops/gather.hpp); embedding(table, ids) is axis 0.
+inline graph_handle gather(const graph_handle& data, const graph_handle& indices, std::int64_t axis = 0) {
+  return data.builder->apply(ops::gather_op<0>::name, {data, indices}, {{"axis", handle_detail::from_first(axis, data.rank())}});
+}
+inline graph_handle embedding(const graph_handle& table, const graph_handle& ids) { return gather(table, ids, 0); }
+// data's elements at per-element indices along `axis` (ops/gather_elements.hpp).
+inline graph_handle gather_elements(const graph_handle& data, const graph_handle& indices, std::int64_t axis) {
+  return data.builder->apply(ops::gather_elements_op<0>::name, {data, indices},
+                             {{"axis", handle_detail::from_first(axis, data.rank())}});
+}
 // The index (i64) of the largest (smallest) element along `axis` (ops/argmax.hpp).
 inline graph_handle argmax(const graph_handle& x, std::int64_t axis, bool keepdims = false, bool select_last_index = false) {
   return x.builder->apply(ops::argmax_op<0>::name, {x},

@@ -2,4 +2,5 @@
 // Every op (list.hpp) and the compositions of ops that have no rules of their own (softmax.hpp).
 #include "list.hpp"
 #include "activations.hpp"
+#include "normalization.hpp"
 #include "softmax.hpp"

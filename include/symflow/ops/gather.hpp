@@ -156,15 +156,19 @@ struct gather_op : gather_detail::forward_rules<gather_op, gather_backward_op, A
   };
   template <class SD, class SI>
   static constexpr bool shapes_ok = Axis < SD::rank;
+  // A function, not a lambda in the template argument: clang 14 crashes instantiating such a
+  // lambda when the op registry probes this rule's operand count.
   template <class SD, class SI>
-  using result_shape = shape_from_array_t<[] {
+  static constexpr auto gathered_shape() {
     std::array<std::size_t, SD::rank - 1 + SI::rank> out{};
     std::size_t j = 0;
     for (std::size_t i = 0; i < Axis; ++i) out[j++] = SD::extents[i];
     for (std::size_t i = 0; i < SI::rank; ++i) out[j++] = SI::extents[i];
     for (std::size_t i = Axis + 1; i < SD::rank; ++i) out[j++] = SD::extents[i];
     return out;
-  }()>;
+  }
+  template <class SD, class SI>
+  using result_shape = shape_from_array_t<gathered_shape<SD, SI>()>;
 
   template <std::size_t RD, std::size_t RI>
   static extents_t<RD - 1 + RI> infer_extents(const auto&, const extents_t<RD>& data, const extents_t<RI>& idx) {

@@ -108,6 +108,15 @@ template <unsigned Bits, expression X>
 auto expand_dims(const X& x, source_site where = source_site::current()) {
   return make_view(ops::expand_dims_op<Bits>{}, where, x);
 }
+// unsqueeze<Axis>(x): an axis of extent 1 at position Axis of the result (negative: from the last
+// of the result's axes), as numpy.expand_dims and torch.unsqueeze.
+template <int Axis, expression X>
+auto unsqueeze(const X& x, source_site where = source_site::current()) {
+  constexpr int rank = int(shape_of<X>::rank) + 1;
+  static_assert(Axis >= -rank && Axis < rank, "symflow: unsqueeze: the axis is outside the result's rank");
+  if constexpr (Axis >= -rank && Axis < rank)
+    return expand_dims<1u << unsigned(Axis < 0 ? Axis + rank : Axis)>(x, where);
+}
 }  // namespace symflow
 #endif  // SYMFLOW_OPS_EXPAND_DIMS_HPP
 

@@ -1,6 +1,5 @@
 #pragma once
 // split and tile, composed of views and concat: their gradients come from those ops' rules.
-#include <array>
 #include <cstddef>
 #include <tuple>
 #include <utility>
@@ -9,6 +8,26 @@
 #include "slice.hpp"
 
 namespace symflow {
+
+namespace split_detail {
+// Where part K starts: the sum of the extents before it.
+template <std::size_t K, std::size_t... Sizes>
+constexpr std::size_t part_begin() {
+  const std::size_t sizes[] = {Sizes...};
+  std::size_t begin = 0;
+  for (std::size_t k = 0; k < K; ++k) begin += sizes[k];
+  return begin;
+}
+template <std::size_t K, std::size_t... Sizes>
+constexpr std::size_t part_size() {
+  const std::size_t sizes[] = {Sizes...};
+  return sizes[K];
+}
+template <std::size_t Axis, std::size_t... Sizes, expression X, std::size_t... K>
+auto parts(const X& x, std::index_sequence<K...>) {
+  return std::tuple{narrow<int(Axis)>(x, part_begin<K, Sizes...>(), part_begin<K, Sizes...>() + part_size<K, Sizes...>())...};
+}
+}  // namespace split_detail
 
 // split<Axis, Sizes...>(x): consecutive parts of x along Axis (negative: from the last) with the
 // given extents, as a std::tuple of views (ONNX Split, torch.split with a list of sizes). The sizes
@@ -21,34 +40,24 @@ auto split(const X& x) {
   constexpr std::size_t axis = std::size_t(Axis < 0 ? Axis + rank : Axis);
   constexpr std::size_t extent = shape_of<X>::extents[axis], total = (Sizes + ...);
   static_assert(extent == dyn || extent == total, "symflow: split: the parts' extents do not add up to the axis's");
-  constexpr std::array<std::size_t, sizeof...(Sizes)> sizes{Sizes...};
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    constexpr auto begin = [](std::size_t k, const auto& s) {
-      std::size_t b = 0;
-      for (std::size_t j = 0; j < k; ++j) b += s[j];
-      return b;
-    };
-    return std::tuple{narrow<int(axis)>(x, begin(I, sizes), begin(I, sizes) + sizes[I])...};
-  }(std::index_sequence_for<decltype(Sizes)...>{});
+  return split_detail::parts<axis, Sizes...>(x, std::make_index_sequence<sizeof...(Sizes)>{});
 }
 
+// Plain recursion over the counts, no constexpr arrays of a pack: nvcc's front end rejects those
+// inside a template (it reports the pack as unexpanded).
 namespace tile_detail {
-template <std::size_t Axis, std::size_t Copies, expression X>
-auto repeat_along(const X& x) {
-  if constexpr (Copies == 1) return x;
-  else
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return concat<int(Axis)>(((void)I, x)...);
-    }(std::make_index_sequence<Copies>{});
+template <std::size_t Axis, expression X, std::size_t... I>
+auto copies_along(const X& x, std::index_sequence<I...>) {
+  return concat<int(Axis)>(((void)I, x)...);
 }
-template <std::size_t Axis, std::size_t... Reps, expression X>
+template <std::size_t Axis, expression X>
 auto tile_from(const X& x) {
-  if constexpr (Axis == sizeof...(Reps)) {
-    return x;
-  } else {
-    constexpr std::array<std::size_t, sizeof...(Reps)> reps{Reps...};
-    return tile_from<Axis + 1, Reps...>(repeat_along<Axis, reps[Axis]>(x));
-  }
+  return x;
+}
+template <std::size_t Axis, std::size_t First, std::size_t... Rest, expression X>
+auto tile_from(const X& x) {
+  if constexpr (First == 1) return tile_from<Axis + 1, Rest...>(x);
+  else return tile_from<Axis + 1, Rest...>(copies_along<Axis>(x, std::make_index_sequence<First>{}));
 }
 }  // namespace tile_detail
 

@@ -5,9 +5,10 @@ Reads every header under include/symflow/ and cuda/include/symflow/ and fails, n
 line and both layers, on an #include of a header in a higher layer. The layers, lowest first (a
 folder may include its own layer and any below it):
 
-  core -> expr -> ops -> symbolic -> ir -> io -> eval -> runtime -> cuda -> debug -> data -> train
+  core -> expr -> ops -> symbolic -> ir -> io -> eval -> runtime -> cuda -> debug -> data -> train -> nn
 
-(the order of ../shared/ARCHITECTURE.md; data/ holds the dataset readers training uses)
+(the order of ../shared/ARCHITECTURE.md; data/ holds the dataset readers training uses; nn/, the layer
+objects and the training step, stands on train/)
 
 symflow.hpp, the *_definitions.hpp recipes and graph/ (the graph value's umbrella header and the
 former paths of moved headers, each forwarding to the new one) sit above them all: nothing in a
@@ -22,7 +23,7 @@ import re
 import sys
 import tempfile
 
-LAYERS = ["core", "expr", "ops", "symbolic", "ir", "io", "eval", "runtime", "cuda", "debug", "data", "train"]
+LAYERS = ["core", "expr", "ops", "symbolic", "ir", "io", "eval", "runtime", "cuda", "debug", "data", "train", "nn"]
 TOP = len(LAYERS)  # the umbrella headers, the separate-compilation recipes and former paths
 ABOVE_ALL = ["graph"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

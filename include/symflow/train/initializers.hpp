@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <numbers>
 #include <random>
 #include <span>
@@ -106,6 +107,20 @@ inline constexpr constant_init zeros{0.0};
 template <class I>
 concept initializer = requires(const I& init, const fans& f, portable_sampler& s) {
   { init.sample(f, s) } -> std::convertible_to<double>;
+};
+
+// Any initializer behind one type: what a layer holds, so that its user may pick the initializer of
+// each parameter at run time (dense's weights he_normal{}, its bias constant_init{0.1}).
+class any_initializer {
+ public:
+  template <initializer I>
+    requires(!std::is_same_v<std::remove_cvref_t<I>, any_initializer>)
+  any_initializer(I init)  // NOLINT: implicit, as `.weights = he_normal{}` reads
+      : sample_([init](const fans& f, portable_sampler& s) { return static_cast<double>(init.sample(f, s)); }) {}
+  double sample(const fans& f, portable_sampler& s) const { return sample_(f, s); }
+
+ private:
+  std::function<double(const fans&, portable_sampler&)> sample_;
 };
 
 // Fills a tensor or a contiguous view element by element in storage order.

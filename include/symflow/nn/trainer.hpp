@@ -1,0 +1,189 @@
+#pragma once
+// A training step in one call: the loss and the gradient of every parameter in one evaluation, the
+// gradients clipped to a global norm if asked, then the optimiser's fused update of each parameter.
+//
+//   nn::trainer train(mean(softmax_cross_entropy(logits, y)), nn::parameters(hidden, output),
+//                     adam({.learning_rate = cosine_decay(1e-3, total_steps)}));
+//   double loss = train.step(x = images, y = labels);
+//   auto test_logits = eval(logits, x = test_images, train.model());
+//
+// The loss is an expression, or a function of a per-step seed that returns one (a model with dropout
+// draws a new mask every step: [&](std::uint64_t seed) { return loss_with(dropout(h, 0.5, seed)); }).
+// The step seed is derived from the trainer's seed and the optimiser's step count, so a run resumed
+// from a checkpoint draws the masks an uninterrupted one would.
+//
+// The model (parameter values) and the optimiser's state are two params stores: save them with
+// save_checkpoint (train/checkpoint.hpp) and give them back with restore().
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../core/error.hpp"
+#include "../core/params.hpp"
+#include "../core/plain_tuple.hpp"
+#include "../core/tensor.hpp"
+#include "../data/shuffle.hpp"
+#include "../eval/cpu/eval.hpp"
+#include "../symbolic/gradient.hpp"
+#include "../train/optimizers.hpp"
+#include "parameters.hpp"
+
+namespace symflow::nn {
+
+struct trainer_options {
+  std::uint64_t seed = 42;        // the parameters' first values and the per-step seeds
+  double clip_global_norm = 0;    // > 0: gradients scaled down together when their joint L2 norm exceeds it
+};
+
+namespace detail {
+template <class P>
+auto variables_of_set(const P& p) {
+  if constexpr (requires { p.variables(); }) return p.variables();
+  else return p;  // a tuple of variables, as parameters_of(loss) returns
+}
+template <class Variables>
+struct gradient_tensors;
+template <class... V>
+struct gradient_tensors<std::tuple<V...>> {
+  using type = std::tuple<tensor<typename V::value_type, typename V::shape_type>...>;
+};
+}  // namespace detail
+
+template <class Loss, class Parameters, class Optimizer>
+class trainer {
+  using variables_type = decltype(detail::variables_of_set(std::declval<const Parameters&>()));
+  using gradients_type = typename detail::gradient_tensors<variables_type>::type;
+
+ public:
+  // Draws the parameters' first values from their initializers.
+  trainer(Loss loss, Parameters parameters, Optimizer optimizer, trainer_options options = {})
+      : loss_(std::move(loss)), variables_(detail::variables_of_set(parameters)), optimizer_(std::move(optimizer)),
+        options_(options) {
+    static_assert(requires(params& store) { parameters.initialize(store, std::uint64_t{}); },
+                  "nn::trainer: these parameters have no initializers (a tuple from parameters_of?): pass their "
+                  "values, trainer(loss, parameters, optimizer, model_params)");
+    check_options();
+    parameters.initialize(model_, options_.seed);
+    start_state();
+  }
+  // Starts from given parameter values (a checkpoint's, or values set by hand).
+  trainer(Loss loss, Parameters parameters, Optimizer optimizer, params model, trainer_options options = {})
+      : loss_(std::move(loss)), variables_(detail::variables_of_set(parameters)), optimizer_(std::move(optimizer)),
+        options_(options), model_(std::move(model)) {
+    check_options();
+    start_state();
+  }
+
+  // One step on the batch the feeds hold; returns the loss before the update.
+  template <class... Feeds>
+  double step(const Feeds&... feeds) {
+    return step_into(std::tuple<>{}, feeds...);
+  }
+  // As step, and evaluates more expressions of the same batch in the same pass into outputs (the
+  // batch's logits, for a training accuracy): step_into(std::tie(batch_logits), logits, feeds...).
+  template <class... Out, class... Args>
+  double step_into(std::tuple<Out&...> outputs, const Args&... expressions_then_feeds) {
+    constexpr std::size_t k = sizeof...(Out);
+    static_assert(sizeof...(Args) >= k, "nn::trainer::step_into: give one expression per output tensor, then the feeds");
+    const auto loss = loss_at(step_count());
+    tensor<value_type_of<decltype(loss)>, shape<>> value;
+    const auto args = tie_plain(expressions_then_feeds...);
+    [&]<std::size_t... E, std::size_t... F>(std::index_sequence<E...>, std::index_sequence<F...>) {
+      std::apply(
+          [&](auto&... g) {
+            std::apply(
+                [&](const auto&... v) {
+                  eval_into(std::tie(value, std::get<E>(outputs)..., g...), loss, symflow::get<E>(args)..., grad(loss, v)...,
+                            symflow::get<k + F>(args)..., model_);
+                },
+                variables_);
+          },
+          gradients_);
+    }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Args) - k>{});
+    gradient_norm_ = global_norm();
+    if (options_.clip_global_norm > 0 && gradient_norm_ > options_.clip_global_norm)
+      scale_gradients(options_.clip_global_norm / gradient_norm_);
+    optimizer_.step(model_, state_, variables_, gradients_);
+    return double(value[0]);
+  }
+
+  // The loss as the next step will compute it (with that step's seed).
+  auto loss() const { return loss_at(step_count()); }
+  const variables_type& variables() const { return variables_; }
+  const params& model() const { return model_; }
+  params& model() { return model_; }
+  const params& state() const { return state_; }
+  std::uint64_t step_count() const { return optimizer_step(state_); }
+  double learning_rate() const { return optimizer_.learning_rate(state_); }
+  // The joint L2 norm of the last step's gradients, before clipping (NaN or inf when one was).
+  double last_gradient_norm() const { return gradient_norm_; }
+  // The gradients of the last step, after clipping, in the order of variables().
+  const gradients_type& gradients() const { return gradients_; }
+
+  // Continues from saved parameter values and optimiser state (both checked against the variables).
+  void restore(params model, params state) {
+    std::apply([&](const auto&... v) { (check_stored(model, v, "model"), ...); }, variables_);
+    model_ = std::move(model);
+    state_ = std::move(state);
+    (void)optimizer_step(state_);
+  }
+
+ private:
+  auto loss_at(std::uint64_t step) const {
+    if constexpr (expression<Loss>) return loss_;
+    else return loss_(epoch_seed(options_.seed ^ 0xD1B54A32D192ED03ull, step));
+  }
+  void check_options() const {
+    if (!(options_.clip_global_norm >= 0) || !std::isfinite(options_.clip_global_norm))
+      throw value_error("nn::trainer: clip_global_norm must be finite and >= 0 (0: no clipping), got " +
+                        std::to_string(options_.clip_global_norm));
+  }
+  template <class V>
+  static void check_stored(const params& store, const V&, const char* what) {
+    (void)store.template view<typename V::value_type, typename V::shape_type>(std::string(V::name.view()));
+    (void)what;
+  }
+  void start_state() {
+    std::apply([&](const auto&... v) { (check_stored(model_, v, "model"), ...); }, variables_);
+    state_ = std::apply([&](const auto&... v) { return optimizer_.initial_state(model_, v...); }, variables_);
+  }
+  double global_norm() const {
+    double sum = 0;
+    std::apply(
+        [&](const auto&... g) {
+          ((sum += [&] {
+             double s = 0;
+             for (std::size_t i = 0, n = g.size(); i < n; ++i) s += double(g.data()[i]) * double(g.data()[i]);
+             return s;
+           }()),
+           ...);
+        },
+        gradients_);
+    return std::sqrt(sum);
+  }
+  void scale_gradients(double factor) {
+    std::apply(
+        [&](auto&... g) {
+          (
+              [&] {
+                using T = typename std::remove_cvref_t<decltype(g)>::value_type;
+                for (std::size_t i = 0, n = g.size(); i < n; ++i) g.data()[i] = static_cast<T>(g.data()[i] * factor);
+              }(),
+              ...);
+        },
+        gradients_);
+  }
+
+  Loss loss_;
+  variables_type variables_;
+  Optimizer optimizer_;
+  trainer_options options_;
+  params model_, state_;
+  gradients_type gradients_;
+  double gradient_norm_ = 0;
+};
+
+}  // namespace symflow::nn

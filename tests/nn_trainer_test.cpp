@@ -1,0 +1,172 @@
+// nn::trainer (nn/trainer.hpp): one step against the closed-form gradient of a least-squares loss in
+// float64, clipping to a global norm, NaN gradients, per-step seeds for a loss with dropout, extra
+// outputs evaluated in the step's pass, and restoring a saved model and optimiser state.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <symflow/nn/all.hpp>
+#include <symflow/symflow.hpp>
+#include <symflow/train/all.hpp>
+
+namespace {
+using namespace symflow;
+
+constexpr std::size_t rows = 9, in = 5, out = 3;
+
+template <class S>
+tensor<double, S> random_values(std::array<std::size_t, S::rank> e, unsigned seed) {
+  tensor<double, S> t(e, uninitialized);
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> n(0, 1);
+  for (auto& v : t) v = n(rng);
+  return t;
+}
+
+struct regression {
+  placeholder<"x", double, shape<dyn, in>> x;
+  placeholder<"t", double, shape<dyn, out>> t;
+  nn::dense<"fit", in, out, double> layer{{.bias = normal_init{0, 1}}};
+  tensor<double, shape<dyn, in>> xv = random_values<shape<dyn, in>>({rows, in}, 1);
+  tensor<double, shape<dyn, out>> tv = random_values<shape<dyn, out>>({rows, out}, 2);
+  auto loss() const { return mean(square(layer(x) - t)); }
+
+  // d/dW and d/db of mean((xW + b - t)^2) over rows * out elements, from the stored values.
+  void closed_form(const params& p, std::vector<double>& dW, std::vector<double>& db) const {
+    const auto W = p.view<double, shape<in, out>>("fit/W");
+    const auto b = p.view<double, shape<out>>("fit/b");
+    dW.assign(in * out, 0);
+    db.assign(out, 0);
+    const double scale = 2.0 / double(rows * out);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t j = 0; j < out; ++j) {
+        double residual = b(j) - tv(r, j);
+        for (std::size_t k = 0; k < in; ++k) residual += xv(r, k) * W(k, j);
+        for (std::size_t k = 0; k < in; ++k) dW[k * out + j] += scale * residual * xv(r, k);
+        db[j] += scale * residual;
+      }
+  }
+};
+
+std::vector<double> values(const params& p, const std::string& name) {
+  const auto& e = p.at(name);
+  std::vector<double> v(e.bytes.size() / sizeof(double));
+  std::memcpy(v.data(), e.bytes.data(), e.bytes.size());
+  return v;
+}
+
+TEST(NnTrainer, SgdStepIsTheClosedFormGradientStep) {
+  regression m;
+  nn::trainer train(m.loss(), nn::parameters(m.layer), sgd({.learning_rate = 0.1}), {.seed = 5});
+  const params before = train.model();
+  std::vector<double> dW, db;
+  m.closed_form(before, dW, db);
+  const double loss = train.step(m.x = m.xv, m.t = m.tv);
+  EXPECT_NEAR(loss, eval(m.loss(), m.x = m.xv, m.t = m.tv, before)[0], 1e-14);
+  const auto W0 = values(before, "fit/W"), W1 = values(train.model(), "fit/W");
+  const auto b0 = values(before, "fit/b"), b1 = values(train.model(), "fit/b");
+  for (std::size_t i = 0; i < W0.size(); ++i) EXPECT_NEAR(W1[i], W0[i] - 0.1 * dW[i], 1e-14) << i;
+  for (std::size_t i = 0; i < b0.size(); ++i) EXPECT_NEAR(b1[i], b0[i] - 0.1 * db[i], 1e-14) << i;
+  double norm = 0;
+  for (double g : dW) norm += g * g;
+  for (double g : db) norm += g * g;
+  EXPECT_NEAR(train.last_gradient_norm(), std::sqrt(norm), 1e-12);
+  EXPECT_EQ(train.step_count(), 1u);
+}
+
+TEST(NnTrainer, ClipsGradientsTogetherToTheGlobalNorm) {
+  regression m;
+  const double limit = 1e-2;
+  nn::trainer train(m.loss(), nn::parameters(m.layer), sgd({.learning_rate = 1.0}),
+                    {.seed = 5, .clip_global_norm = limit});
+  const params before = train.model();
+  std::vector<double> dW, db;
+  m.closed_form(before, dW, db);
+  train.step(m.x = m.xv, m.t = m.tv);
+  double norm = 0;
+  for (double g : dW) norm += g * g;
+  for (double g : db) norm += g * g;
+  norm = std::sqrt(norm);
+  ASSERT_GT(norm, limit);
+  EXPECT_NEAR(train.last_gradient_norm(), norm, 1e-12);
+  const auto W0 = values(before, "fit/W"), W1 = values(train.model(), "fit/W");
+  for (std::size_t i = 0; i < W0.size(); ++i) EXPECT_NEAR(W1[i], W0[i] - dW[i] * (limit / norm), 1e-15) << i;
+  const auto& [gW, gb] = train.gradients();
+  double clipped = 0;
+  for (double g : gW) clipped += g * g;
+  for (double g : gb) clipped += g * g;
+  EXPECT_NEAR(std::sqrt(clipped), limit, 1e-15);
+  EXPECT_THROW(nn::trainer(m.loss(), nn::parameters(m.layer), sgd({}), {.clip_global_norm = -1}), value_error);
+  EXPECT_THROW(nn::trainer(m.loss(), nn::parameters(m.layer), sgd({}),
+                           {.clip_global_norm = std::numeric_limits<double>::infinity()}),
+               value_error);
+}
+
+TEST(NnTrainer, ANanGradientIsReportedNotClippedAway) {
+  regression m;
+  m.tv(2, 1) = std::numeric_limits<double>::quiet_NaN();
+  nn::trainer train(m.loss(), nn::parameters(m.layer), sgd({.learning_rate = 0.1}), {.clip_global_norm = 1});
+  const double loss = train.step(m.x = m.xv, m.t = m.tv);
+  EXPECT_TRUE(std::isnan(loss));
+  EXPECT_TRUE(std::isnan(train.last_gradient_norm()));
+  EXPECT_TRUE(std::isnan(values(train.model(), "fit/b")[1]));
+}
+
+TEST(NnTrainer, ExtraOutputsComeFromTheSamePass) {
+  regression m;
+  nn::trainer train(m.loss(), nn::parameters(m.layer), adam({.learning_rate = 1e-2}));
+  const params before = train.model();
+  tensor<double, shape<dyn, out>> prediction;
+  train.step_into(std::tie(prediction), m.layer(m.x), m.x = m.xv, m.t = m.tv);
+  const auto want = eval(m.layer(m.x), m.x = m.xv, before);
+  ASSERT_EQ(prediction.extents(), want.extents());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(prediction.data()[i], want.data()[i]);
+}
+
+TEST(NnTrainer, ALossFunctionGetsAFreshSeedEveryStepTheSameForTheSameRun) {
+  regression m;
+  std::vector<std::uint64_t> seen_a, seen_b;
+  const auto run = [&](std::vector<std::uint64_t>& seen, std::uint64_t seed) {
+    const auto loss = [&seen, &m](std::uint64_t step_seed) {
+      seen.push_back(step_seed);
+      return mean(square(dropout(m.layer(m.x), 0.5, step_seed) - m.t));
+    };
+    nn::trainer train(loss, nn::parameters(m.layer), sgd({.learning_rate = 0.05}), {.seed = seed});
+    for (int i = 0; i < 3; ++i) train.step(m.x = m.xv, m.t = m.tv);
+    return values(train.model(), "fit/W");
+  };
+  const auto a = run(seen_a, 1), b = run(seen_b, 1);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(seen_a, seen_b);
+  std::vector<std::uint64_t> seen_c;
+  (void)run(seen_c, 2);
+  ASSERT_GE(seen_a.size(), 3u);
+  EXPECT_NE(seen_a[0], seen_a.back());
+  EXPECT_NE(seen_a, seen_c);
+}
+
+TEST(NnTrainer, RestoredRunContinuesBitForBit) {
+  regression m;
+  const auto make = [&] { return nn::trainer(m.loss(), nn::parameters(m.layer), adam({.learning_rate = 1e-2}), {.seed = 3}); };
+  auto straight = make();
+  for (int i = 0; i < 4; ++i) straight.step(m.x = m.xv, m.t = m.tv);
+  auto first = make();
+  for (int i = 0; i < 2; ++i) first.step(m.x = m.xv, m.t = m.tv);
+  nn::trainer resumed(m.loss(), nn::parameters_of(m.loss()), adam({.learning_rate = 1e-2}), params(first.model()));
+  resumed.restore(first.model(), first.state());
+  EXPECT_EQ(resumed.step_count(), 2u);
+  for (int i = 0; i < 2; ++i) resumed.step(m.x = m.xv, m.t = m.tv);
+  EXPECT_EQ(values(resumed.model(), "fit/W"), values(straight.model(), "fit/W"));
+  EXPECT_EQ(values(resumed.model(), "fit/b"), values(straight.model(), "fit/b"));
+  // A model without one of the variables is refused, naming it.
+  params missing;
+  missing.set("fit/W", tensor<double, shape<in, out>>());
+  EXPECT_THROW(nn::trainer(m.loss(), nn::parameters_of(m.loss()), sgd({}), missing), value_error);
+}
+
+}  // namespace

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../../core/aligned_buffer.hpp"
+#include "workspace_cache.hpp"
 #include "../../core/params.hpp"
 #include "../../expr/diagnostics.hpp"
 #include "../../expr/leaves.hpp"
@@ -71,10 +72,17 @@ struct eval_context {
   }
 
   explicit eval_context(const Sources&... s) : sources(s...) {}
+  eval_context(const eval_context&) = delete;
+  eval_context& operator=(const eval_context&) = delete;
+  // The workspace goes back to this thread's cache for the next evaluation (workspace_cache.hpp).
+  ~eval_context() {
+    auto& cache = thread_workspace_cache();
+    for (auto& block : workspace) cache.give(std::move(block));
+  }
 
   template <class T>
   T* allocate(std::size_t count) {
-    workspace.emplace_back(count * sizeof(T));
+    workspace.push_back(thread_workspace_cache().take(count * sizeof(T)));
     return reinterpret_cast<T*>(workspace.back().data());
   }
 

@@ -22,6 +22,16 @@
 namespace symflow {
 
 namespace detail {
+// False for a node whose op declares graph_form = false (scan, nn/scan.hpp): it has no graph op, so
+// to_graph refuses it and grad/eval keep it off the runtime-program route.
+template <class E>
+constexpr bool has_graph_form() {
+  if constexpr (requires { E::op_type::graph_form; }) return E::op_type::graph_form;
+  else return true;
+}
+}  // namespace detail
+
+namespace detail {
 
 template <shape_spec S>
 std::vector<std::int64_t> graph_shape_of() {
@@ -142,6 +152,11 @@ class graph_lowering {
       return lower(std::get<0>(e.args()));
     } else if constexpr (E::kind == node_kind::kernel && requires { e.op.program->source(); }) {
       return lower_program(e);
+    } else if constexpr (!detail::has_graph_form<E>()) {
+      // A run-time error, not a static_assert: evaluation instantiates to_graph for its reports.
+      throw graph_error("to_graph: node " + describe(e) +
+                        " has no graph form (a scan, nn/scan.hpp): the model can be evaluated and "
+                        "differentiated, not saved, exported or drawn as a graph");
     } else if constexpr (E::kind == node_kind::accumulation) {
       // A chain of adds over the terms; no terms is the scalar 0, which broadcasts where it is added.
       if (e.items().empty()) return lower(zero<value_type_of<E>>{});

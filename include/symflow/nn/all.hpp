@@ -1,7 +1,8 @@
 #pragma once
-// Layer objects, parameter sets and the one-call training step (symflow::nn).
+// Layer objects, parameter sets, the one-call training step (symflow::nn) and scan.
 #include "layers.hpp"
 #include "parameter.hpp"
 #include "parameters.hpp"
 #include "recurrent.hpp"
+#include "scan.hpp"
 #include "trainer.hpp"

@@ -91,15 +91,23 @@ class trainer {
     const auto loss = loss_at(step_count());
     tensor<value_type_of<decltype(loss)>, shape<>> value;
     const auto args = tie_plain(expressions_then_feeds...);
+    // All gradients from one grad call: one reverse sweep, so a node with a costly adjoint (a scan's
+    // backpropagation through time) runs its backward pass once, not once per variable.
+    const auto gradient_expressions = std::apply(
+        [&](const auto&... v) {
+          if constexpr (sizeof...(v) == 1) return std::tuple{grad(loss, v...)};
+          else return grad(loss, v...);
+        },
+        variables_);
     [&]<std::size_t... E, std::size_t... F>(std::index_sequence<E...>, std::index_sequence<F...>) {
       std::apply(
           [&](auto&... g) {
             std::apply(
-                [&](const auto&... v) {
-                  eval_into(std::tie(value, std::get<E>(outputs)..., g...), loss, symflow::get<E>(args)..., grad(loss, v)...,
+                [&](const auto&... dv) {
+                  eval_into(std::tie(value, std::get<E>(outputs)..., g...), loss, symflow::get<E>(args)..., dv...,
                             symflow::get<k + F>(args)..., model_);
                 },
-                variables_);
+                gradient_expressions);
           },
           gradients_);
     }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Args) - k>{});

@@ -236,10 +236,17 @@ const L& found_as(const std::vector<found_leaf>& found) {
 // differentiated for has the loss's dtype (the program's outputs share one buffer of it).
 template <class E, class Leaves, class... Wrt>
 struct program_applies;
+// A model with a node that has no graph op (ir/to_graph.hpp) cannot become a program.
+template <class List>
+struct has_node_without_graph_form;
+template <class... X>
+struct has_node_without_graph_form<type_list<X...>> : std::bool_constant<(!has_graph_form<X>() || ...)> {};
+
 template <class E, class... L, class... Wrt>
 struct program_applies<E, type_list<L...>, Wrt...> {
   using T = value_type_of<E>;
   static constexpr bool value = std::is_floating_point_v<T> &&
+                                !has_node_without_graph_form<typename post_order<type_list<>, E>::type>::value &&
                                 ((!std::is_floating_point_v<value_type_of<L>> || std::is_same_v<value_type_of<L>, T>) && ...) &&
                                 (std::is_same_v<value_type_of<Wrt>, T> && ...);
 };

@@ -1,0 +1,154 @@
+// scan (nn/scan.hpp): a GRU run over a sequence against the GRU equations written out in float64
+// loops, one type for every sequence length, backpropagation through time against central finite
+// differences (weights, biases, h0 and xs), and an empty sequence refused. scan_body_leaves_test.cpp
+// has integer inputs and outer placeholders in the body.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <symflow/ir/to_graph.hpp>
+#include <symflow/nn/all.hpp>
+#include <symflow/symflow.hpp>
+
+namespace {
+using namespace symflow;
+
+constexpr std::size_t batch = 2, in = 3, H = 4;
+
+template <class S>
+tensor<double, S> random_values(std::array<std::size_t, S::rank> e, unsigned seed, double scale = 1) {
+  tensor<double, S> t(e, uninitialized);
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> n(0, scale);
+  for (auto& v : t) v = n(rng);
+  return t;
+}
+
+double sigmoid_ref(double v) { return 1 / (1 + std::exp(-v)); }
+
+template <class Cell>
+std::vector<double> gru_reference(const Cell& cell, const params& p, const tensor<double, shape<dyn, batch, in>>& xs,
+                                  const tensor<double, shape<batch, H>>& h0) {
+  const auto W = p.view<double, shape<in, 3 * H>>(std::string(decltype(cell.W.var)::name.view()));
+  const auto U = p.view<double, shape<H, 3 * H>>(std::string(decltype(cell.U.var)::name.view()));
+  const auto b = p.view<double, shape<3 * H>>(std::string(decltype(cell.b.var)::name.view()));
+  const auto c = p.view<double, shape<3 * H>>(std::string(decltype(cell.c.var)::name.view()));
+  const std::size_t steps = xs.extents()[0];
+  std::vector<double> h(h0.begin(), h0.end()), out;
+  for (std::size_t t = 0; t < steps; ++t) {
+    std::vector<double> next(batch * H);
+    for (std::size_t r = 0; r < batch; ++r)
+      for (std::size_t j = 0; j < H; ++j) {
+        double gi[3], gh[3];
+        for (std::size_t g = 0; g < 3; ++g) {
+          gi[g] = b(g * H + j);
+          gh[g] = c(g * H + j);
+          for (std::size_t k = 0; k < in; ++k) gi[g] += xs(t, r, k) * W(k, g * H + j);
+          for (std::size_t k = 0; k < H; ++k) gh[g] += h[r * H + k] * U(k, g * H + j);
+        }
+        const double rg = sigmoid_ref(gi[0] + gh[0]), zg = sigmoid_ref(gi[1] + gh[1]);
+        const double ng = std::tanh(gi[2] + rg * gh[2]);
+        next[r * H + j] = (1 - zg) * ng + zg * h[r * H + j];
+      }
+    h = next;
+    out.insert(out.end(), h.begin(), h.end());
+  }
+  return out;
+}
+
+TEST(Scan, GruOverASequenceMatchesItsEquationsWithOneTypeForEveryLength) {
+  auto xs = placeholder<"xs", double, shape<dyn, batch, in>>();
+  auto h0 = placeholder<"h0", double, shape<batch, H>>();
+  nn::gru_cell<"gru", in, H, double> cell;
+  const params p = nn::parameters(cell).initial_values(21);
+  const auto states = scan(cell, h0, xs);
+  static_assert(std::is_same_v<shape_of<decltype(states)>, shape<dyn, batch, H>>);
+  const auto hv = random_values<shape<batch, H>>({batch, H}, 2);
+  for (std::size_t steps : {1u, 2u, 7u}) {
+    const auto xv = random_values<shape<dyn, batch, in>>({steps, batch, in}, unsigned(steps));
+    const auto got = eval(states, xs = xv, h0 = hv, p);
+    const auto want = gru_reference(cell, p, xv, hv);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got.data()[i], want[i], 1e-13) << steps << ":" << i;
+  }
+}
+
+// Central differences of a scalar function of one stored value.
+template <class F>
+double central_difference(double* slot, F&& f) {
+  const double saved = *slot, step = 1e-6;
+  *slot = saved + step;
+  const double up = f();
+  *slot = saved - step;
+  const double down = f();
+  *slot = saved;
+  return (up - down) / (2 * step);
+}
+
+TEST(Scan, BackpropagationThroughTimeMatchesFiniteDifferences) {
+  constexpr std::size_t steps = 5;
+  auto xs = placeholder<"xs", double, shape<dyn, batch, in>>();
+  auto h0 = placeholder<"h0", double, shape<batch, H>>();
+  auto weights = placeholder<"weights", double, shape<dyn, batch, H>>();
+  nn::gru_cell<"gru", in, H, double> cell;
+  params p = nn::parameters(cell).initial_values(22);
+  auto xv = random_values<shape<dyn, batch, in>>({steps, batch, in}, 3);
+  auto hv = random_values<shape<batch, H>>({batch, H}, 4);
+  const auto wv = random_values<shape<dyn, batch, H>>({steps, batch, H}, 5);
+  // Every step's state reaches the loss, and the last one twice (through sum and square).
+  const auto states = scan(cell, h0, xs);
+  const auto loss = sum(states * weights) + sum(square(narrow<0>(states, steps - 1, steps)));
+  const auto value = [&] { return eval(loss, xs = xv, h0 = hv, weights = wv, p)[0]; };
+  const auto [dW, dU, db, dc, dh0, dxs] =
+      std::apply([&](const auto&... g) { return eval(g..., xs = xv, h0 = hv, weights = wv, p); },
+                 grad(loss, cell.W.var, cell.U.var, cell.b.var, cell.c.var, h0, xs));
+  const auto check_stored = [&](const auto& gradient, const auto& var, const char* what) {
+    auto w = p.view<double, typename std::remove_cvref_t<decltype(var)>::shape_type>(
+        std::string(std::remove_cvref_t<decltype(var)>::name.view()));
+    ASSERT_EQ(gradient.size(), w.size());
+    for (std::size_t i = 0; i < w.size(); ++i)
+      EXPECT_NEAR(gradient.data()[i], central_difference(w.data() + i, value), 1e-7) << what << "[" << i << "]";
+  };
+  check_stored(dW, cell.W.var, "W");
+  check_stored(dU, cell.U.var, "U");
+  check_stored(db, cell.b.var, "b");
+  check_stored(dc, cell.c.var, "c");
+  for (std::size_t i = 0; i < hv.size(); ++i)
+    EXPECT_NEAR(dh0.data()[i], central_difference(hv.data() + i, value), 1e-7) << "h0[" << i << "]";
+  for (std::size_t i = 0; i < xv.size(); ++i)
+    EXPECT_NEAR(dxs.data()[i], central_difference(xv.data() + i, value), 1e-7) << "xs[" << i << "]";
+}
+
+TEST(Scan, HasNoGraphFormAndSaysSo) {
+  auto xs = placeholder<"xs", double, shape<dyn, batch, in>>();
+  auto h0 = placeholder<"h0", double, shape<batch, H>>();
+  nn::gru_cell<"gru", in, H, double> cell;
+  try {
+    (void)to_graph(sum(scan(cell, h0, xs)));
+    FAIL() << "no error";
+  } catch (const graph_error& e) {
+    EXPECT_NE(std::string(e.what()).find("scan"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no graph form"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Scan, AnEmptySequenceIsAShapeError) {
+  auto xs = placeholder<"xs", double, shape<dyn, batch, in>>();
+  auto h0 = placeholder<"h0", double, shape<batch, H>>();
+  nn::gru_cell<"gru", in, H, double> cell;
+  const params p = nn::parameters(cell).initial_values(1);
+  const tensor<double, shape<dyn, batch, in>> none({0, batch, in}, 0.0);
+  const auto hv = random_values<shape<batch, H>>({batch, H}, 2);
+  try {
+    (void)eval(scan(cell, h0, xs), xs = none, h0 = hv, p);
+    FAIL() << "no error";
+  } catch (const shape_error& e) {
+    EXPECT_NE(std::string(e.what()).find("scan"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The same models and training as examples/mlp.cpp, examples/softmax_regression.cpp and
-examples/cnn.cpp, in PyTorch, for the epoch times in docs/benchmarks.md: standardised pixels,
+"""The same models and training as examples/mlp.cpp, examples/softmax_regression.cpp,
+examples/cnn.cpp and examples/char_lm.cpp (--model char_gru), in PyTorch, for the epoch times in docs/benchmarks.md: standardised pixels,
 He-normal / Glorot-uniform weights, zero biases, Adam (lr 1e-3, cosine decay over the run), batch 128
 (64 for the CNN), a fresh shuffle per epoch.
 
     python3 examples/pytorch_reference.py --model mlp --device cpu --threads 2 --epochs 3
     python3 examples/pytorch_reference.py --model softmax --device cuda
     python3 examples/pytorch_reference.py --model cnn --device cuda --epochs 5
+    python3 examples/pytorch_reference.py --model char_gru --threads 2 --steps 2000
 
 Prints one line per epoch (training time only, the test pass excluded) and test_accuracy=0.XXXX last.
 Needs torch and numpy; reads the IDX files (plain or .gz) itself.
@@ -42,16 +43,100 @@ def load_split(directory, prefix):
     return images, labels
 
 
+def read_fortunes(directory, limit):
+    """As symflow::read_fortunes: files without an extension in name order, '%' lines made empty."""
+    text = bytearray()
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if "." in name or not os.path.isfile(path):
+            continue
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+            if lines and lines[-1] == b"":
+                lines.pop()  # the text ended with a newline
+            for line in lines:
+                text += b"\n" if line == b"%" else line + b"\n"
+                if len(text) >= limit:
+                    return bytes(text[:limit])
+    return bytes(text)
+
+
+def encode(text):
+    """symflow::ascii_vocabulary: ' '..'~' -> 0..94, newline 95, tab 96, anything else 97."""
+    codes = np.frombuffer(text, dtype=np.uint8).astype(np.int64)
+    ids = np.full(codes.shape, 97, dtype=np.int64)
+    printable = (codes >= 32) & (codes <= 126)
+    ids[printable] = codes[printable] - 32
+    ids[codes == 10] = 95
+    ids[codes == 9] = 96
+    return ids
+
+
+def char_gru(args):
+    """examples/char_lm.cpp: embedding 32, GRU 128, dense to 98 logits; windows of 64, batch 32; Adam
+    3e-3 with cosine decay, gradients clipped to norm 1; held-out bpc over the same windows."""
+    vocabulary, width, hidden, window, batch = 98, 32, 128, 64, 32
+    ids = encode(read_fortunes(args.data_text, args.limit_bytes))
+    split = len(ids) - len(ids) // 20
+    train, held_out = torch.from_numpy(ids[:split]), torch.from_numpy(ids[split:])
+    embed = torch.nn.Embedding(vocabulary, width)
+    gru = torch.nn.GRU(width, hidden)
+    output = torch.nn.Linear(hidden, vocabulary)
+    torch.nn.init.xavier_uniform_(output.weight)
+    torch.nn.init.zeros_(output.bias)
+    parameters = list(embed.parameters()) + list(gru.parameters()) + list(output.parameters())
+    optimizer = torch.optim.Adam(parameters, lr=3e-3)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(args.steps, 1))
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def loss_of(starts, text):
+        x = torch.stack([text[s : s + window] for s in starts], 1)          # [window, batch]
+        y = torch.stack([text[s + 1 : s + window + 1] for s in starts], 1)  # [window, batch]
+        states, _ = gru(embed(x), torch.zeros(1, len(starts), hidden))
+        return loss_fn(output(states).reshape(-1, vocabulary), y.reshape(-1))
+
+    def held_out_bpc():
+        with torch.no_grad():
+            starts = list(range(0, len(held_out) - window, window))[: 64 * batch]
+            starts = starts[: len(starts) // batch * batch]
+            nats = sum(loss_of(starts[i : i + batch], held_out).item() for i in range(0, len(starts), batch))
+            return nats / (len(starts) // batch) / math.log(2)
+
+    rng = np.random.default_rng(42)
+    start = time.perf_counter()
+    for step in range(1, args.steps + 1):
+        loss = loss_of(rng.integers(0, len(train) - window - 1, size=batch), train)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+        optimizer.step()
+        schedule.step()
+        if step % args.eval_every == 0 or step == args.steps:
+            seconds = time.perf_counter() - start
+            print(f"step {step}: training bpc {loss.item() / math.log(2):.4f}, held-out bpc {held_out_bpc():.4f}, "
+                  f"{seconds / step * 1000:.1f} ms/step", flush=True)
+    print(f"validation_bpc={held_out_bpc():.4f} ms_per_step={(time.perf_counter() - start) / max(args.steps, 1) * 1000:.1f}")
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["mlp", "softmax", "cnn"], default="mlp")
+    p.add_argument("--model", choices=["mlp", "softmax", "cnn", "char_gru"], default="mlp")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: PyTorch's default)")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch", type=int, default=0, help="0: 128, or 64 for the CNN")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--data-text", default="/usr/share/games/fortunes", help="char_gru: the fortunes directory")
+    p.add_argument("--steps", type=int, default=2000, help="char_gru: training steps")
+    p.add_argument("--eval-every", type=int, default=250, help="char_gru: steps between held-out evaluations")
+    p.add_argument("--limit-bytes", type=int, default=1 << 62, help="char_gru: read at most this much text")
     args = p.parse_args()
+    if args.model == "char_gru":
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        torch.manual_seed(42)
+        return char_gru(args)
     if not args.batch:
         args.batch = 64 if args.model == "cnn" else 128
     if args.threads:

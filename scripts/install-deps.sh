@@ -5,7 +5,7 @@ packages=(g++ cmake ninja-build pkg-config libeigen3-dev libboost-dev libgtest-d
           nlohmann-json3-dev zlib1g-dev python3 python3-numpy
           python3-protobuf python3-crcmod protobuf-compiler
           clang-14 libclang-rt-14-dev
-          dataset-fashion-mnist)
+          dataset-fashion-mnist fortunes)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,30 +9,11 @@
 #include <symflow/nn/all.hpp>
 #include <symflow/symflow.hpp>
 
+#include "scan_support.hpp"
+
 namespace {
 using namespace symflow;
-
-constexpr std::size_t batch = 2, in = 3, H = 4;
-
-template <class S>
-tensor<double, S> random_values(std::array<std::size_t, S::rank> e, unsigned seed, double scale = 1) {
-  tensor<double, S> t(e, uninitialized);
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> n(0, scale);
-  for (auto& v : t) v = n(rng);
-  return t;
-}
-
-template <class F>
-double central_difference(double* slot, F&& f) {
-  const double saved = *slot, step = 1e-6;
-  *slot = saved + step;
-  const double up = f();
-  *slot = saved - step;
-  const double down = f();
-  *slot = saved;
-  return (up - down) / (2 * step);
-}
+using namespace scan_testing;
 
 // Token ids as xs: the body embeds them, so the table's gradient comes back through the steps while
 // the ids have none; a placeholder of the outer model (a per-unit gate) is read inside the body.

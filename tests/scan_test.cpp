@@ -13,19 +13,11 @@
 #include <symflow/nn/all.hpp>
 #include <symflow/symflow.hpp>
 
+#include "scan_support.hpp"
+
 namespace {
 using namespace symflow;
-
-constexpr std::size_t batch = 2, in = 3, H = 4;
-
-template <class S>
-tensor<double, S> random_values(std::array<std::size_t, S::rank> e, unsigned seed, double scale = 1) {
-  tensor<double, S> t(e, uninitialized);
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> n(0, scale);
-  for (auto& v : t) v = n(rng);
-  return t;
-}
+using namespace scan_testing;
 
 double sigmoid_ref(double v) { return 1 / (1 + std::exp(-v)); }
 
@@ -74,18 +66,6 @@ TEST(Scan, GruOverASequenceMatchesItsEquationsWithOneTypeForEveryLength) {
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got.data()[i], want[i], 1e-13) << steps << ":" << i;
   }
-}
-
-// Central differences of a scalar function of one stored value.
-template <class F>
-double central_difference(double* slot, F&& f) {
-  const double saved = *slot, step = 1e-6;
-  *slot = saved + step;
-  const double up = f();
-  *slot = saved - step;
-  const double down = f();
-  *slot = saved;
-  return (up - down) / (2 * step);
 }
 
 TEST(Scan, BackpropagationThroughTimeMatchesFiniteDifferences) {

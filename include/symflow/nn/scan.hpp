@@ -56,7 +56,7 @@ auto scan(const Cell& cell, const H0& h0, const Xs& xs, source_site where = sour
   using Leaves = detail::scan::outer_leaves_t<Body>;
   return std::apply(
       [&](const auto&... leaf) {
-        return make_kernel(ops::scan_op<Body, State, Input, Leaves>{std::make_shared<const Body>(body)}, where, h0, xs,
+        return make_kernel(ops::scan_op<Body, State, Input, Leaves>{{}, std::make_shared<const Body>(body)}, where, h0, xs,
                            leaf...);
       },
       Leaves{});

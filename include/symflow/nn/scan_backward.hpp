@@ -27,7 +27,7 @@ template <class T, shape_spec S>
 struct scan_adjoint_op;
 
 template <class Body, class State, class Input, class... Leaves>
-struct scan_backward_op<Body, State, Input, std::tuple<Leaves...>> {
+struct scan_backward_op<Body, State, Input, std::tuple<Leaves...>> : detail::scan::first_order_only {
   using T = typename State::value_type;
   using adjoint = detail::scan::adjoint_leaf<T, typename State::shape_type>;
   static constexpr std::string_view name = "scan_backward";
@@ -54,7 +54,7 @@ struct scan_backward_op<Body, State, Input, std::tuple<Leaves...>> {
   std::shared_ptr<const vjp_type> vjp;
 
   static scan_backward_op make(const std::shared_ptr<const Body>& body) {
-    return {std::make_shared<const vjp_type>(vjp_of(*body))};
+    return {{}, std::make_shared<const vjp_type>(vjp_of(*body))};
   }
   bool operator==(const scan_backward_op& other) const { return vjp == other.vjp; }
 
@@ -116,16 +116,6 @@ struct scan_backward_op<Body, State, Input, std::tuple<Leaves...>> {
     detail::scan::copy_into(h0_part, carry.data(), n);
   }
 
-  template <class G, class Y, class... A>
-  auto gradient(const G&, const Y&, const A&...) const {
-    static_assert(sizeof(G) == 0, "symflow: scan: second derivatives through a scan are not supported");
-    return no_gradient{};
-  }
-  template <class Y, class... X>
-  auto tangent(const Y&, const X&...) const {
-    static_assert(sizeof(Y) == 0, "symflow: scan: jvp and second derivatives through a scan are not supported");
-    return no_gradient{};
-  }
 
   // The adjoint of every operand of the forward node (h0, xs, leaves): a scan_adjoint of `back` for
   // the floating ones, no_gradient for the others.
@@ -141,7 +131,7 @@ struct scan_backward_op<Body, State, Input, std::tuple<Leaves...>> {
   template <std::size_t K, bool Floating, class A, class Back, class... Ops>
   static auto adjoint_of(const Back& back, const Ops&... ops) {
     if constexpr (!Floating) return no_gradient{};
-    else return make_kernel(scan_adjoint_op<value_type_of<A>, shape_of<A>>{K}, source_site::current(), back, ops...);
+    else return make_kernel(scan_adjoint_op<value_type_of<A>, shape_of<A>>{{}, K}, source_site::current(), back, ops...);
   }
   // Adds the per-step adjoint of each floating leaf to its running sum in out (the leaves' parts of
   // out follow each other; parts[First] is the first floating leaf's).
@@ -168,7 +158,7 @@ struct scan_backward_op<Body, State, Input, std::tuple<Leaves...>> {
 // Operand k of the forward node's adjoint, copied out of scan_backward's value (operand 0); the
 // other operands are the forward node's operands again, read for their extents only.
 template <class T, shape_spec S>
-struct scan_adjoint_op {
+struct scan_adjoint_op : detail::scan::first_order_only {
   static constexpr std::string_view name = "scan_adjoint";
   static constexpr bool graph_form = false;
   std::size_t index = 0;
@@ -201,16 +191,6 @@ struct scan_adjoint_op {
     for (std::size_t k = 0; k < index; ++k)
       if (floating[k]) offset += sizes[k];
     if (out.size()) std::memcpy(out.data(), flat.data() + offset, out.size() * sizeof(U));
-  }
-  template <class G, class Y, class... A>
-  auto gradient(const G&, const Y&, const A&...) const {
-    static_assert(sizeof(G) == 0, "symflow: scan: second derivatives through a scan are not supported");
-    return no_gradient{};
-  }
-  template <class Y, class... X>
-  auto tangent(const Y&, const X&...) const {
-    static_assert(sizeof(Y) == 0, "symflow: scan: jvp and second derivatives through a scan are not supported");
-    return no_gradient{};
   }
 };
 

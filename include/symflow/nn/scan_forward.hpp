@@ -83,6 +83,21 @@ void copy_into(T* out, const T* in, std::size_t n) {
   if (n) std::memcpy(out, in, n * sizeof(T));
 }
 
+// The derivatives a scan's ops do not have: asking for one is a compile error that names it, not
+// a silent zero. (Instantiated only when a jvp or a second derivative reaches a scan.)
+struct first_order_only {
+  template <class G, class Y, class... A>
+  auto gradient(const G&, const Y&, const A&...) const {
+    static_assert(sizeof(G) == 0, "symflow: scan: second derivatives through a scan are not supported");
+    return no_gradient{};
+  }
+  template <class Y, class... X>
+  auto tangent(const Y&, const X&...) const {
+    static_assert(sizeof(Y) == 0, "symflow: scan: jvp and second derivatives through a scan are not supported");
+    return no_gradient{};
+  }
+};
+
 }  // namespace detail::scan
 
 namespace ops {
@@ -95,7 +110,7 @@ struct scan_backward_op;  // nn/scan_backward.hpp
 template <class Body, class State, class Input, class Leaves>
 struct scan_op;
 template <class Body, class State, class Input, class... Leaves>
-struct scan_op<Body, State, Input, std::tuple<Leaves...>> {
+struct scan_op<Body, State, Input, std::tuple<Leaves...>> : detail::scan::first_order_only {
   static constexpr std::string_view name = "scan";
   static constexpr bool graph_form = false;  // see runtime/program_gradient.hpp
   std::shared_ptr<const Body> body;
@@ -142,11 +157,7 @@ struct scan_op<Body, State, Input, std::tuple<Leaves...>> {
     const auto back = make_kernel(back_op::make(body), source_site::current(), y, g, h0, xs, leaves...);
     return back_op::adjoints(back, h0, xs, leaves...);
   }
-  template <class Y, class... X>
-  auto tangent(const Y&, const X&...) const {
-    static_assert(sizeof(Y) == 0, "symflow: scan: jvp and second derivatives through a scan are not supported");
-    return no_gradient{};
-  }
+  using first_order_only::tangent;
 };
 
 }  // namespace ops

@@ -65,31 +65,14 @@ parameter_set<Parts...> parameters(const Parts&... parts) {
   return parameter_set<Parts...>(parts...);
 }
 
-namespace detail {
-template <class E>
-inline constexpr bool is_variable_node = E::kind == node_kind::variable;
-
-template <class List, class Out = symflow::detail::type_list<>>
-struct variables_in;
-template <class... Out>
-struct variables_in<symflow::detail::type_list<>, symflow::detail::type_list<Out...>> {
-  using type = std::tuple<Out...>;
-};
-template <class X, class... Rest, class... Out>
-struct variables_in<symflow::detail::type_list<X, Rest...>, symflow::detail::type_list<Out...>> {
-  using type = typename variables_in<
-      symflow::detail::type_list<Rest...>,
-      std::conditional_t<is_variable_node<X>, symflow::detail::type_list<Out..., X>, symflow::detail::type_list<Out...>>>::type;
-};
-}  // namespace detail
 
 // The variables an expression reads, each once, in the order a post-order walk first meets them.
 // Variables are identified by their name, dtype and shape (their type), so the result is a tuple of
 // fresh variable objects.
 template <expression E>
 auto parameters_of(const E&) {
-  using found = typename detail::variables_in<typename symflow::detail::post_order<symflow::detail::type_list<>, E>::type>::type;
-  return found{};
+  using found = symflow::detail::nodes_where_t<symflow::detail::is_variable_node, E>;
+  return typename symflow::detail::tuple_of_list<found>::type{};
 }
 
 }  // namespace symflow::nn

@@ -29,12 +29,15 @@
 
 namespace symflow {
 namespace detail::scan {
-template <class List>
-struct contains_scan;
-template <class... X>
-struct contains_scan<type_list<X...>> {
-  static constexpr bool value = ((X::op_name == "scan") || ...);
-};
+template <class Op>
+inline constexpr bool is_scan_op = false;
+template <class Body, class State, class Input, class Leaves>
+inline constexpr bool is_scan_op<ops::scan_op<Body, State, Input, Leaves>> = true;
+template <class E>
+struct is_scan_node : std::bool_constant<[] {
+  if constexpr (requires { typename E::op_type; }) return is_scan_op<typename E::op_type>;
+  else return false;
+}()> {};
 }  // namespace detail::scan
 
 template <class Cell, expression H0, expression Xs>
@@ -51,7 +54,7 @@ auto scan(const Cell& cell, const H0& h0, const Xs& xs, source_site where = sour
   static_assert(expression<Body>, "symflow: scan: the cell must return an expression (one state tensor)");
   static_assert(std::is_same_v<value_type_of<Body>, T> && shape_of<Body>::rank == shape_of<H0>::rank,
                 "symflow: scan: the cell's result must have the dtype and rank of the state h0");
-  static_assert(!detail::scan::contains_scan<typename detail::post_order<detail::type_list<>, Body>::type>::value,
+  static_assert(std::is_same_v<detail::nodes_where_t<detail::scan::is_scan_node, Body>, detail::type_list<>>,
                 "symflow: scan: a scan inside a scan's body is not supported");
   using Leaves = detail::scan::outer_leaves_t<Body>;
   return std::apply(

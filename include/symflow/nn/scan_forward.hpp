@@ -48,20 +48,11 @@ constexpr bool is_scan_leaf() {
     return false;
 }
 
-// The leaves of the body other than the scan's own placeholders, each once.
-template <class List, class Out = std::tuple<>>
-struct outer_leaves;
-template <class Out>
-struct outer_leaves<type_list<>, Out> {
-  using type = Out;
-};
-template <class X, class... Rest, class... Out>
-struct outer_leaves<type_list<X, Rest...>, std::tuple<Out...>> {
-  static constexpr bool keep = (X::kind == node_kind::placeholder || X::kind == node_kind::variable) && !is_scan_leaf<X>();
-  using type = typename outer_leaves<type_list<Rest...>, std::conditional_t<keep, std::tuple<Out..., X>, std::tuple<Out...>>>::type;
-};
+// The leaves of the body other than the scan's own placeholders, each once, as a std::tuple.
+template <class E>
+struct is_outer_leaf : std::bool_constant<is_leaf_node<E>::value && !is_scan_leaf<E>()> {};
 template <class Body>
-using outer_leaves_t = typename outer_leaves<typename post_order<type_list<>, Body>::type>::type;
+using outer_leaves_t = typename tuple_of_list<nodes_where_t<is_outer_leaf, Body>>::type;
 
 // A view of step t of a [T, ...] view.
 template <class U, std::size_t R, class V>

@@ -181,22 +181,9 @@ struct program_output_op {
 
 namespace detail::program {
 
+// The leaf types of E, in post-order.
 template <class E>
-inline constexpr bool is_leaf = E::kind == node_kind::placeholder || E::kind == node_kind::variable;
-
-// The leaf types of a post-order type list, in order.
-template <class List, class Out = type_list<>>
-struct leaves_of;
-template <class... Out>
-struct leaves_of<type_list<>, type_list<Out...>> {
-  using type = type_list<Out...>;
-};
-template <class X, class... Rest, class... Out>
-struct leaves_of<type_list<X, Rest...>, type_list<Out...>> {
-  using type = typename leaves_of<type_list<Rest...>, std::conditional_t<is_leaf<X>, type_list<Out..., X>, type_list<Out...>>>::type;
-};
-template <class E>
-using leaves_of_t = typename leaves_of<typename post_order<type_list<>, E>::type>::type;
+using leaves_of_t = nodes_where_t<is_leaf_node, E>;
 
 
 // One object of each leaf of e, with its name, found by visiting each node object once. (Keyed by
@@ -208,7 +195,7 @@ struct found_leaf {
 };
 template <class E>
 void find_leaves(const E& e, std::vector<found_leaf>& found, std::vector<const void*>& visited) {
-  if constexpr (is_leaf<E>) {
+  if constexpr (is_leaf_node<E>::value) {
     constexpr std::string_view name = E::name.view();
     for (const auto& f : found)
       if (f.name == name) return;

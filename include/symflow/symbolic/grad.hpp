@@ -226,6 +226,36 @@ struct post_order {
   using type = typename post_order_step<List, E>::type;
 };
 
+// The node types of a type list for which Keep<X>::value holds, in order.
+template <template <class> class Keep, class List, class Out = type_list<>>
+struct kept_nodes;
+template <template <class> class Keep, class... Out>
+struct kept_nodes<Keep, type_list<>, type_list<Out...>> {
+  using type = type_list<Out...>;
+};
+template <template <class> class Keep, class X, class... Rest, class... Out>
+struct kept_nodes<Keep, type_list<X, Rest...>, type_list<Out...>> {
+  using type = typename kept_nodes<Keep, type_list<Rest...>,
+                                   std::conditional_t<Keep<X>::value, type_list<Out..., X>, type_list<Out...>>>::type;
+};
+// The node types of E, each once, in post-order, for which Keep<X>::value holds: its leaves, its
+// variables, ...
+template <template <class> class Keep, class E>
+using nodes_where_t = typename kept_nodes<Keep, typename post_order<type_list<>, E>::type>::type;
+
+template <class E>
+struct is_leaf_node : std::bool_constant<E::kind == node_kind::placeholder || E::kind == node_kind::variable> {};
+template <class E>
+struct is_variable_node : std::bool_constant<E::kind == node_kind::variable> {};
+
+// A type_list's types as a std::tuple (of default-constructed objects, for leaves).
+template <class List>
+struct tuple_of_list;
+template <class... T>
+struct tuple_of_list<type_list<T...>> {
+  using type = std::tuple<T...>;
+};
+
 // The shared nodes of Loss on the way to Leaf, ancestors first.
 template <class Leaf, class Loss, class PostOrder, class Out = type_list<>>
 struct shared_nodes;

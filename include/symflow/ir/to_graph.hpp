@@ -29,9 +29,6 @@ constexpr bool has_graph_form() {
   if constexpr (requires { E::op_type::graph_form; }) return E::op_type::graph_form;
   else return true;
 }
-}  // namespace detail
-
-namespace detail {
 
 template <shape_spec S>
 std::vector<std::int64_t> graph_shape_of() {

@@ -16,23 +16,22 @@
 
 #include "../core/params.hpp"
 #include "../core/source_site.hpp"
+#include "../data/shuffle.hpp"
 #include "../expr/fixed_string.hpp"
 #include "../expr/leaves.hpp"
 #include "../train/initializers.hpp"
 
 namespace symflow::nn {
 
-// The seed of one variable: FNV-1a of its name mixed into the run's seed by splitmix64's finaliser.
+// The seed of one variable: FNV-1a of its name, mixed into the run's seed as epoch_seed mixes an
+// epoch (data/shuffle.hpp; the hash made odd, so that the mix sees seed + C * (hash | 1)).
 inline std::uint64_t seed_for(std::uint64_t seed, std::string_view name) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (const char c : name) {
     h ^= static_cast<unsigned char>(c);
     h *= 0x100000001b3ull;
   }
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (h | 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return epoch_seed(seed, h & ~std::uint64_t(1));
 }
 
 template <fixed_string Layer, fixed_string Leaf, class T, shape_spec S>

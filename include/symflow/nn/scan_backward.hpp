@@ -19,9 +19,10 @@
 namespace symflow {
 namespace ops {
 
-// The operands of a scan node, h0, xs and its leaves, that have adjoints: the floating-point ones.
+// The operands of a scan node, h0, xs and its leaves, that have adjoints: the floating-point ones
+// (A: their node types, or the views of their values).
 template <class... A>
-inline constexpr std::array<bool, sizeof...(A)> floating_operands{std::is_floating_point_v<value_type_of<A>>...};
+inline constexpr std::array<bool, sizeof...(A)> floating_operands{std::is_floating_point_v<typename A::value_type>...};
 
 template <class T, shape_spec S>
 struct scan_adjoint_op;
@@ -66,17 +67,14 @@ struct scan_backward_op<Body, State, Input, std::tuple<Leaves...>> : detail::sca
   template <class... S>
   using result_shape = shape<dyn>;
 
-  // Operands: y (the forward states), g (their adjoint), h0, xs, leaves.
-  template <class... E>
-  static extents_t<1> infer_extents(const auto&, const E&... in) {
-    return {flat_size(std::index_sequence_for<E...>{}, in...)};
-  }
-  template <std::size_t... I, class... E>
-  static std::size_t flat_size(std::index_sequence<I...>, const E&... in) {
+  // Operands: y (the forward states), g (their adjoint), then the forward node's h0, xs and leaves,
+  // of which the floating-point ones have a part in the result.
+  template <class EY, class EG, class... E>
+  static extents_t<1> infer_extents(const auto&, const EY&, const EG&, const E&... in) {
     constexpr auto floating = floating_operands<State, Input, Leaves...>;
-    std::size_t total = 0;
-    ((I >= 2 && floating[I >= 2 ? I - 2 : 0] ? total += element_count(runtime_extents(in.begin(), in.end())) : 0), ...);
-    return total;
+    std::size_t total = 0, k = 0;
+    ((total += floating[k++] ? element_count(runtime_extents(in.begin(), in.end())) : 0), ...);
+    return {total};
   }
 
   template <class U, class Out, class Y, class G, class H, class X, class... L>
@@ -111,7 +109,7 @@ struct scan_backward_op<Body, State, Input, std::tuple<Leaves...>> : detail::sca
           parts);
       detail::scan::copy_into(carry.data(), std::get<0>(parts).data(), n);
       if constexpr (input_floating) detail::scan::copy_into(xs_part + s * x_step, std::get<1>(parts).data(), x_step);
-      add_leaf_parts<1 + input_floating>(leaves_part, parts, std::index_sequence_for<Leaves...>{});
+      add_leaf_parts<1 + input_floating>(leaves_part, parts);
     }
     detail::scan::copy_into(h0_part, carry.data(), n);
   }
@@ -133,25 +131,18 @@ struct scan_backward_op<Body, State, Input, std::tuple<Leaves...>> : detail::sca
     if constexpr (!Floating) return no_gradient{};
     else return make_kernel(scan_adjoint_op<value_type_of<A>, shape_of<A>>{{}, K}, source_site::current(), back, ops...);
   }
-  // Adds the per-step adjoint of each floating leaf to its running sum in out (the leaves' parts of
-  // out follow each other; parts[First] is the first floating leaf's).
-  static constexpr std::array<bool, sizeof...(Leaves)> floating_leaves{std::is_floating_point_v<typename Leaves::value_type>...};
-  static constexpr std::size_t floating_before(std::size_t j) {
-    std::size_t count = 0;
-    for (std::size_t k = 0; k < j; ++k) count += floating_leaves[k];
-    return count;
-  }
-  template <std::size_t First, class Parts, std::size_t... J>
-  static void add_leaf_parts(T* out, const Parts& parts, std::index_sequence<J...>) {
-    (
-        [&] {
-          if constexpr (floating_leaves[J]) {
-            const auto& t = std::get<First + floating_before(J)>(parts);
+  // Adds the per-step adjoint of each floating leaf (parts[First], parts[First + 1], ...) to its
+  // running sum; the sums follow each other in out.
+  template <std::size_t First, class Parts>
+  static void add_leaf_parts(T* out, const Parts& parts) {
+    [&]<std::size_t... P>(std::index_sequence<P...>) {
+      (
+          [&](const auto& t) {
             for (std::size_t i = 0, n = t.size(); i < n; ++i) out[i] += t.data()[i];
             out += t.size();
-          }
-        }(),
-        ...);
+          }(std::get<First + P>(parts)),
+          ...);
+    }(std::make_index_sequence<std::tuple_size_v<Parts> - First>{});
   }
 };
 
@@ -185,7 +176,7 @@ struct scan_adjoint_op : detail::scan::first_order_only {
   }
   template <class U, class Out, class Flat, class... In>
   void run_cpu(const Out& out, const Flat& flat, const In&... in) const {
-    constexpr std::array<bool, sizeof...(In)> floating{std::is_floating_point_v<std::remove_const_t<typename In::value_type>>...};
+    constexpr auto floating = floating_operands<In...>;
     const std::array<std::size_t, sizeof...(In)> sizes{in.size()...};
     std::size_t offset = 0;
     for (std::size_t k = 0; k < index; ++k)

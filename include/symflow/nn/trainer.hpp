@@ -133,7 +133,7 @@ class trainer {
 
   // Continues from saved parameter values and optimiser state (both checked against the variables).
   void restore(params model, params state) {
-    std::apply([&](const auto&... v) { (check_stored(model, v, "model"), ...); }, variables_);
+    std::apply([&](const auto&... v) { (check_stored(model, v), ...); }, variables_);
     model_ = std::move(model);
     state_ = std::move(state);
     (void)optimizer_step(state_);
@@ -149,13 +149,13 @@ class trainer {
       throw value_error("nn::trainer: clip_global_norm must be finite and >= 0 (0: no clipping), got " +
                         std::to_string(options_.clip_global_norm));
   }
+  // Throws value_error/shape_error naming the variable when store lacks it or holds another shape.
   template <class V>
-  static void check_stored(const params& store, const V&, const char* what) {
+  static void check_stored(const params& store, const V&) {
     (void)store.template view<typename V::value_type, typename V::shape_type>(std::string(V::name.view()));
-    (void)what;
   }
   void start_state() {
-    std::apply([&](const auto&... v) { (check_stored(model_, v, "model"), ...); }, variables_);
+    std::apply([&](const auto&... v) { (check_stored(model_, v), ...); }, variables_);
     state_ = std::apply([&](const auto&... v) { return optimizer_.initial_state(model_, v...); }, variables_);
   }
   double global_norm() const {

@@ -91,23 +91,21 @@ class trainer {
     const auto loss = loss_at(step_count());
     tensor<value_type_of<decltype(loss)>, shape<>> value;
     const auto args = tie_plain(expressions_then_feeds...);
-    // All gradients from one grad call: one reverse sweep, so a node with a costly adjoint (a scan's
-    // backpropagation through time) runs its backward pass once, not once per variable.
-    const auto gradient_expressions = std::apply(
-        [&](const auto&... v) {
-          if constexpr (sizeof...(v) == 1) return std::tuple{grad(loss, v...)};
-          else return grad(loss, v...);
-        },
-        variables_);
+    // The loss and all gradients from one value_and_grad call: one reverse sweep, so a node with a
+    // costly adjoint (a scan's backpropagation through time) runs its backward pass once, not once
+    // per variable; and where the gradients come from a runtime program, the loss is that program's
+    // output, so the model is neither run forward twice nor compiled as a typed forward pass.
+    const auto loss_and_gradients =
+        std::apply([&](const auto&... v) { return value_and_grad(loss, v...); }, variables_);
     [&]<std::size_t... E, std::size_t... F>(std::index_sequence<E...>, std::index_sequence<F...>) {
       std::apply(
           [&](auto&... g) {
             std::apply(
-                [&](const auto&... dv) {
-                  eval_into(std::tie(value, std::get<E>(outputs)..., g...), loss, symflow::get<E>(args)..., dv...,
-                            symflow::get<k + F>(args)..., model_);
+                [&](const auto& value_expression, const auto&... dv) {
+                  eval_into(std::tie(value, std::get<E>(outputs)..., g...), value_expression, symflow::get<E>(args)...,
+                            dv..., symflow::get<k + F>(args)..., model_);
                 },
-                gradient_expressions);
+                loss_and_gradients);
           },
           gradients_);
     }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Args) - k>{});

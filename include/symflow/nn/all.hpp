@@ -1,5 +1,6 @@
 #pragma once
 // Layer objects, parameter sets, the one-call training step (symflow::nn) and scan.
+#include "attention.hpp"
 #include "layers.hpp"
 #include "parameter.hpp"
 #include "parameters.hpp"

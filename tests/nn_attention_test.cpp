@@ -1,0 +1,123 @@
+// nn::multi_head_attention (nn/attention.hpp): its output against per-head attention of the three
+// projections, joined and projected, written out in float64 loops (causal and not), and the
+// gradients of its parameters against central differences.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <symflow/nn/all.hpp>
+
+#include "gradient_support.hpp"
+
+using namespace symflow;
+using namespace symflow::testing;
+
+namespace {
+
+// softmax(q k^T / sqrt(d), masked) v for one batch entry, in float64; q [tq, d], k [tk, d],
+// v [tk, dv], all row-major.
+std::vector<double> reference_attention(const double* q, const double* k, const double* v, std::size_t tq,
+                                        std::size_t tk, std::size_t d, std::size_t dv, bool causal) {
+  std::vector<double> out(tq * dv, 0.0);
+  for (std::size_t i = 0; i < tq; ++i) {
+    std::vector<double> s(tk);
+    double top = -std::numeric_limits<double>::infinity();
+    const std::size_t seen = causal ? std::min(tk, i + 1) : tk;
+    for (std::size_t j = 0; j < seen; ++j) {
+      double dot = 0;
+      for (std::size_t c = 0; c < d; ++c) dot += q[i * d + c] * k[j * d + c];
+      s[j] = dot / std::sqrt(double(d));
+      top = std::max(top, s[j]);
+    }
+    double total = 0;
+    for (std::size_t j = 0; j < seen; ++j) total += (s[j] = std::exp(s[j] - top));
+    for (std::size_t j = 0; j < seen; ++j)
+      for (std::size_t c = 0; c < dv; ++c) out[i * dv + c] += s[j] / total * v[j * dv + c];
+  }
+  return out;
+}
+
+template <class T>
+std::vector<double> as_doubles(const T& t) {
+  return std::vector<double>(t.data(), t.data() + t.size());
+}
+
+// The layer: per-head attention of the three projections, joined and projected, in float64 loops.
+TEST(NnAttention, MultiHeadLayerMatchesItsDefinition) {
+  constexpr std::size_t n = 2, t = 5, dim = 6, heads = 3, hd = dim / heads;
+  auto x = placeholder<"x", double, shape<dyn, t, dim>>();
+  nn::multi_head_attention<"mha", dim, heads, double> layer({.bias = normal_init{0, 0.1}});
+  const params p = nn::parameters(layer).initial_values(21);
+  const auto xv = random_tensor<double, shape<dyn, t, dim>>({n, t, dim}, -1, 1, 14);
+  const auto got = eval(layer(x, causal), x = xv, p);
+  const auto got_full = eval(layer(x), x = xv, p);
+  const auto weights = [&](const auto& var) {
+    return as_doubles(p.view<double, typename std::decay_t<decltype(var)>::shape_type>(std::string(var.name.view())));
+  };
+  const auto Wq = weights(layer.Wq.var), Wk = weights(layer.Wk.var), Wv = weights(layer.Wv.var), Wo = weights(layer.Wo.var);
+  const auto bq = weights(layer.bq.var), bk = weights(layer.bk.var), bv = weights(layer.bv.var), bo = weights(layer.bo.var);
+  const auto project = [&](const std::vector<double>& W, const std::vector<double>& b, const double* row, std::size_t head,
+                           std::vector<double>& into) {  // one head's d features of row W + b
+    for (std::size_t c = 0; c < hd; ++c) {
+      double s = b[head * hd + c];
+      for (std::size_t i = 0; i < dim; ++i) s += row[i] * W[i * dim + head * hd + c];
+      into.push_back(s);
+    }
+  };
+  for (const bool is_causal : {true, false})
+    for (std::size_t b = 0; b < n; ++b) {
+      std::vector<double> joined(t * dim);
+      for (std::size_t h = 0; h < heads; ++h) {
+        std::vector<double> Q, K, V;
+        for (std::size_t i = 0; i < t; ++i) {
+          project(Wq, bq, &xv(b, i, 0), h, Q);
+          project(Wk, bk, &xv(b, i, 0), h, K);
+          project(Wv, bv, &xv(b, i, 0), h, V);
+        }
+        const auto o = reference_attention(Q.data(), K.data(), V.data(), t, t, hd, hd, is_causal);
+        for (std::size_t i = 0; i < t; ++i)
+          for (std::size_t c = 0; c < hd; ++c) joined[i * dim + h * hd + c] = o[i * hd + c];
+      }
+      for (std::size_t i = 0; i < t; ++i)
+        for (std::size_t j = 0; j < dim; ++j) {
+          double s = bo[j];
+          for (std::size_t c = 0; c < dim; ++c) s += joined[i * dim + c] * Wo[c * dim + j];
+          EXPECT_NEAR((is_causal ? got : got_full)(b, i, j), s, 1e-13) << is_causal << " " << b << "," << i << "," << j;
+        }
+    }
+}
+
+TEST(NnAttention, MultiHeadLayerGradientsMatchFiniteDifferences) {
+  constexpr std::size_t t = 4, dim = 4, heads = 2;
+  auto x = placeholder<"x", double, shape<dyn, t, dim>>();
+  auto w = placeholder<"w", double, shape<dyn, t, dim>>();
+  nn::multi_head_attention<"mha", dim, heads, double> layer;
+  params p = nn::parameters(layer).initial_values(22);
+  const auto xv = random_tensor<double, shape<dyn, t, dim>>({3, t, dim}, -1, 1, 15);
+  const auto wv = random_tensor<double, shape<dyn, t, dim>>({3, t, dim}, -1, 1, 16);
+  const auto loss = sum(layer(x, causal) * w);
+  // One symbolic gradient for every parameter checked.
+  const auto [dWq, dbk, dWv, dWo, dbo] = grad(loss, layer.Wq.var, layer.bk.var, layer.Wv.var, layer.Wo.var, layer.bo.var);
+  const auto [gWq, gbk, gWv, gWo, gbo] = eval(dWq, dbk, dWv, dWo, dbo, x = xv, w = wv, p);
+  const auto check = [&](const auto& parameter, const auto& g) {
+    using V = std::decay_t<decltype(parameter.var)>;
+    auto stored = p.view<double, typename V::shape_type>(std::string(V::name.view()));
+    for (std::size_t i = 0; i < stored.size(); ++i) {
+      double* slot = stored.data() + i;
+      const double saved = *slot, step = 1e-6;
+      *slot = saved + step;
+      const double up = eval(loss, x = xv, w = wv, p)[0];
+      *slot = saved - step;
+      const double down = eval(loss, x = xv, w = wv, p)[0];
+      *slot = saved;
+      EXPECT_NEAR(g.data()[i], (up - down) / (2 * step), 1e-7) << V::name.view() << "[" << i << "]";
+    }
+  };
+  check(layer.Wq, gWq);
+  check(layer.bk, gbk);
+  check(layer.Wv, gWv);
+  check(layer.Wo, gWo);
+  check(layer.bo, gbo);
+}
+
+}  // namespace

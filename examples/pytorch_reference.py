@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The same models and training as examples/mlp.cpp, examples/softmax_regression.cpp,
-examples/cnn.cpp and examples/char_lm.cpp (--model char_gru), in PyTorch, for the epoch times in docs/benchmarks.md: standardised pixels,
-He-normal / Glorot-uniform weights, zero biases, Adam (lr 1e-3, cosine decay over the run), batch 128
-(64 for the CNN), a fresh shuffle per epoch.
+examples/cnn.cpp and examples/char_lm.cpp (--model char_gru or char_transformer), in PyTorch, for the
+figures in docs/benchmarks.md: standardised pixels, He-normal / Glorot-uniform weights, zero biases,
+Adam (lr 1e-3, cosine decay over the run), batch 128 (64 for the CNN), a fresh shuffle per epoch.
 
     python3 examples/pytorch_reference.py --model mlp --device cpu --threads 2 --epochs 3
     python3 examples/pytorch_reference.py --model softmax --device cuda
     python3 examples/pytorch_reference.py --model cnn --device cuda --epochs 5
     python3 examples/pytorch_reference.py --model char_gru --threads 2 --steps 2000
+    python3 examples/pytorch_reference.py --model char_transformer --threads 2 --steps 2000
 
 Prints one line per epoch (training time only, the test pass excluded) and test_accuracy=0.XXXX last.
 Needs torch and numpy; reads the IDX files (plain or .gz) itself.
@@ -73,20 +74,14 @@ def encode(text):
 
 
 def char_gru(args):
-    """examples/char_lm.cpp: embedding 32, GRU 128, dense to 98 logits; windows of 64, batch 32; Adam
-    3e-3 with cosine decay, gradients clipped to norm 1; held-out bpc over the same windows."""
+    """examples/char_lm.cpp --model gru: embedding 32, GRU 128, dense to 98 logits; windows of 64, batch
+    32; Adam 3e-3 with cosine decay, gradients clipped to norm 1."""
     vocabulary, width, hidden, window, batch = 98, 32, 128, 64, 32
-    ids = encode(read_fortunes(args.data_text, args.limit_bytes))
-    split = len(ids) - len(ids) // 20
-    train, held_out = torch.from_numpy(ids[:split]), torch.from_numpy(ids[split:])
     embed = torch.nn.Embedding(vocabulary, width)
     gru = torch.nn.GRU(width, hidden)
     output = torch.nn.Linear(hidden, vocabulary)
     torch.nn.init.xavier_uniform_(output.weight)
     torch.nn.init.zeros_(output.bias)
-    parameters = list(embed.parameters()) + list(gru.parameters()) + list(output.parameters())
-    optimizer = torch.optim.Adam(parameters, lr=3e-3)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(args.steps, 1))
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def loss_of(starts, text):
@@ -94,6 +89,76 @@ def char_gru(args):
         y = torch.stack([text[s + 1 : s + window + 1] for s in starts], 1)  # [window, batch]
         states, _ = gru(embed(x), torch.zeros(1, len(starts), hidden))
         return loss_fn(output(states).reshape(-1, vocabulary), y.reshape(-1))
+
+    parameters = list(embed.parameters()) + list(gru.parameters()) + list(output.parameters())
+    train_language_model(args, parameters, loss_of, 3e-3, window, batch)
+
+
+def char_transformer(args):
+    """examples/char_lm.cpp --model transformer: token embedding 128 + learned positions (both N(0, 0.02)),
+    two pre-norm blocks (4-head causal self-attention with separate q/k/v projections, GELU MLP 512),
+    final layer norm, dense to 98 logits; Linear weights Xavier-uniform, biases zero; windows of 64,
+    batch 32; Adam 1e-3 with cosine decay, gradients clipped to norm 1."""
+    vocabulary, width, heads, window, batch = 98, 128, 4, 64, 32
+
+    def linear(i, o):
+        layer = torch.nn.Linear(i, o)
+        torch.nn.init.xavier_uniform_(layer.weight)
+        torch.nn.init.zeros_(layer.bias)
+        return layer
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+            self.q, self.k, self.v, self.o = (linear(width, width) for _ in range(4))
+            self.up, self.down = linear(width, 4 * width), linear(4 * width, width)
+            self.register_buffer("mask", torch.ones(window, window, dtype=torch.bool).tril())
+
+        def attention(self, x):
+            n, t, c = x.shape
+            split = lambda y: y.view(n, t, heads, c // heads).transpose(1, 2)  # [n, heads, t, d]
+            q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // heads))
+            p = torch.softmax(scores.masked_fill(~self.mask[:t, :t], float("-inf")), dim=-1)
+            return self.o((p @ v).transpose(1, 2).reshape(n, t, c))
+
+        def forward(self, x):
+            h = x + self.attention(self.norm1(x))
+            return h + self.down(torch.nn.functional.gelu(self.up(self.norm2(h))))
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocabulary, width)
+            torch.nn.init.normal_(self.embed.weight, 0, 0.02)
+            self.position = torch.nn.Parameter(torch.randn(window, width) * 0.02)
+            self.blocks = torch.nn.Sequential(Block(), Block())
+            self.norm = torch.nn.LayerNorm(width)
+            self.output = linear(width, vocabulary)
+
+        def forward(self, ids):  # [n, window] -> [n, window, vocabulary]
+            return self.output(self.norm(self.blocks(self.embed(ids) + self.position)))
+
+    model = Model()
+
+    def loss_of(starts, text):
+        x = torch.stack([text[s : s + window] for s in starts])          # [batch, window]
+        y = torch.stack([text[s + 1 : s + window + 1] for s in starts])  # [batch, window]
+        return torch.nn.functional.cross_entropy(model(x).reshape(-1, vocabulary), y.reshape(-1))
+
+    train_language_model(args, model.parameters(), loss_of, 1e-3, window, batch)
+
+
+def train_language_model(args, parameters, loss_of, learning_rate, window, batch):
+    """The loop both language models share: Adam with cosine decay, clipping to norm 1, held-out bpc
+    over non-overlapping windows of the last 5% of the text (at most 64 batches)."""
+    ids = encode(read_fortunes(args.data_text, args.limit_bytes))
+    split = len(ids) - len(ids) // 20
+    train, held_out = torch.from_numpy(ids[:split]), torch.from_numpy(ids[split:])
+    parameters = list(parameters)
+    optimizer = torch.optim.Adam(parameters, lr=learning_rate)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(args.steps, 1))
 
     def held_out_bpc():
         with torch.no_grad():
@@ -120,23 +185,23 @@ def char_gru(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["mlp", "softmax", "cnn", "char_gru"], default="mlp")
+    p.add_argument("--model", choices=["mlp", "softmax", "cnn", "char_gru", "char_transformer"], default="mlp")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: PyTorch's default)")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch", type=int, default=0, help="0: 128, or 64 for the CNN")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
-    p.add_argument("--data-text", default="/usr/share/games/fortunes", help="char_gru: the fortunes directory")
-    p.add_argument("--steps", type=int, default=2000, help="char_gru: training steps")
-    p.add_argument("--eval-every", type=int, default=250, help="char_gru: steps between held-out evaluations")
-    p.add_argument("--limit-bytes", type=int, default=1 << 62, help="char_gru: read at most this much text")
+    p.add_argument("--data-text", default="/usr/share/games/fortunes", help="char_gru, char_transformer: the fortunes directory")
+    p.add_argument("--steps", type=int, default=2000, help="char_gru, char_transformer: training steps")
+    p.add_argument("--eval-every", type=int, default=250, help="char_gru, char_transformer: steps between held-out evaluations")
+    p.add_argument("--limit-bytes", type=int, default=1 << 62, help="char_gru, char_transformer: read at most this much text")
     args = p.parse_args()
-    if args.model == "char_gru":
+    if args.model in ("char_gru", "char_transformer"):
         if args.threads:
             torch.set_num_threads(args.threads)
         torch.manual_seed(42)
-        return char_gru(args)
+        return char_gru(args) if args.model == "char_gru" else char_transformer(args)
     if not args.batch:
         args.batch = 64 if args.model == "cnn" else 128
     if args.threads:

@@ -20,6 +20,36 @@ inline int max_threads() {
 #endif
 }
 
+// Eigen splits a matrix product across its OpenMP threads from about 50 000 multiply-adds up. For
+// products below this many, the split costs more than it saves, and when other programs share the
+// cores each split also waits for a descheduled thread at its barrier: two character models
+// training side by side took 400 s instead of 40. Such products run on the calling thread.
+inline constexpr double serial_product_work = double(1 << 22);
+
+// While alive, parallel regions this thread opens (Eigen's GEMM's among them) run on it alone when
+// `serial` is true; the thread's previous setting comes back at the end of the scope.
+class serial_scope {
+ public:
+  explicit serial_scope([[maybe_unused]] bool serial) {
+#if defined(_OPENMP)
+    if (serial) {
+      saved_ = omp_get_max_threads();
+      omp_set_num_threads(1);
+    }
+#endif
+  }
+  ~serial_scope() {
+#if defined(_OPENMP)
+    if (saved_ > 0) omp_set_num_threads(saved_);
+#endif
+  }
+  serial_scope(const serial_scope&) = delete;
+  serial_scope& operator=(const serial_scope&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
 // Splits [0, total) into one contiguous range per thread (boundaries on multiples of `align`) and
 // calls body(thread, begin, end). Runs serially for small totals or without OpenMP.
 template <class Body>

@@ -4,6 +4,7 @@
 #include <vector>
 #include <Eigen/Core>
 
+#include "../core/parallel.hpp"
 #include "../core/tensor.hpp"
 #include "../expr/diagnostics.hpp"
 #include "../expr/leaves.hpp"
@@ -175,14 +176,30 @@ struct matmul_op {
   static void run_cpu(const Out& out, const A& a, const B& b) {
     using matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     constexpr std::size_t ra = A::rank, rb = B::rank;
-    const auto rows = Eigen::Index(a.extent(ra - 2)), inner = Eigen::Index(a.extent(ra - 1)),
-               cols = Eigen::Index(b.extent(rb - 1));
-    const std::size_t batches = ra == 3 ? a.extent(0) : 1;
-    for (std::size_t i = 0; i < batches; ++i) {
+    // [B, M, K] x [K, N] is one product of B * M rows: a and the result are contiguous.
+    const bool folded = ra == 3 && rb == 2;
+    const auto rows = Eigen::Index(a.extent(ra - 2) * (folded ? a.extent(0) : 1)),
+               inner = Eigen::Index(a.extent(ra - 1)), cols = Eigen::Index(b.extent(rb - 1));
+    const std::size_t batches = ra == 3 && !folded ? a.extent(0) : 1;
+    const auto product = [&](std::size_t i) {
       Eigen::Map<const matrix> ma(a.data() + i * rows * inner, rows, inner);
       Eigen::Map<const matrix> mb(b.data() + (rb == 3 ? i * inner * cols : 0), inner, cols);
       Eigen::Map<matrix> mc(out.data() + i * rows * cols, rows, cols);
       mc.noalias() = ma * mb;
+    };
+    // A small product runs on one thread (core/parallel.hpp); a batch of them is shared out across
+    // the threads instead, a whole product each, so the batch takes one parallel region.
+    const double work = double(rows) * double(inner) * double(cols);
+    const bool small = work < cpu::serial_product_work;
+    if (small && batches > 1 && work * double(batches) >= cpu::serial_product_work) {
+      const std::ptrdiff_t n = std::ptrdiff_t(batches);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+      for (std::ptrdiff_t i = 0; i < n; ++i) product(std::size_t(i));
+    } else {
+      const cpu::serial_scope serial(small);
+      for (std::size_t i = 0; i < batches; ++i) product(i);
     }
   }
 };

@@ -45,12 +45,13 @@ using row_tensor = tensor<float, shape<dyn, cols>>;
 using flat = tensor<float, shape<dyn>>;
 
 struct data_set {
-  row_tensor x = random_tensor<float, shape<dyn, cols>>({rows, cols}, -4, 4, 1), y{{rows, cols}, 0.f};
+  // Extents in parentheses: braces would pick the constructor from a list of values.
+  row_tensor x = random_tensor<float, shape<dyn, cols>>({rows, cols}, -4, 4, 1), y = row_tensor({rows, cols}, 0.f);
   tensor<float, shape<cols>> gamma = random_tensor<float, shape<cols>>({cols}, 0.5, 1.5, 2),
                              beta = random_tensor<float, shape<cols>>({cols}, -1, 1, 3);
-  flat per_row{{rows}, 0.f};
+  flat per_row = flat({rows}, 0.f);
   // Positive inputs, so that log is defined everywhere.
-  flat in = random_tensor<float, shape<dyn>>({elements}, 0.01f, 4, 4), out{{elements}, 0.f};
+  flat in = random_tensor<float, shape<dyn>>({elements}, 0.01f, 4, 4), out = flat({elements}, 0.f);
 };
 data_set& data() {
   static data_set d;
@@ -130,14 +131,14 @@ void rows_copy(benchmark::State& state) {
 // ---------------------------------------------------------------- Adam
 
 struct adam_set {
-  variable<"W", float, shape<parameters>> W;
+  variable<"W", float, shape<dyn>> W;
   adam optimizer{{.learning_rate = 1e-3}};
   params model, state;
-  tensor<float, shape<parameters>> gradient = random_tensor<float, shape<parameters>>({parameters}, -1, 1, 5);
-  flat w = random_tensor<float, shape<dyn>>({parameters}, -1, 1, 6), m{{parameters}, 0.f}, v{{parameters}, 0.f},
+  flat gradient = random_tensor<float, shape<dyn>>({parameters}, -1, 1, 5);
+  flat w = random_tensor<float, shape<dyn>>({parameters}, -1, 1, 6), m = flat({parameters}, 0.f), v = flat({parameters}, 0.f),
        g = random_tensor<float, shape<dyn>>({parameters}, -1, 1, 5);
   adam_set() {
-    model.set("W", random_tensor<float, shape<parameters>>({parameters}, -1, 1, 6));
+    model.set("W", random_tensor<float, shape<dyn>>({parameters}, -1, 1, 6));
     state = optimizer.initial_state(model, W);
   }
 };
@@ -159,19 +160,7 @@ void adam_hand(benchmark::State& state) {
 // The least an in-place update of this shape moves: 4 arrays read, 3 written, no arithmetic.
 void adam_floor(benchmark::State& state) {
   auto& s = adam_data();
-  float* w = s.w.data();
-  float* m = s.m.data();
-  float* v = s.v.data();
-  const float* g = s.g.data();
-  measure(state, adam_bytes, [&] {
-#pragma omp parallel for simd schedule(static)
-    for (std::size_t i = 0; i < parameters; ++i) {
-      const float a = w[i], b = m[i], c = v[i], d = g[i];
-      m[i] = b + d;
-      v[i] = c + d;
-      w[i] = a + d;
-    }
-  });
+  measure(state, adam_bytes, [&] { bench::read4_write3(s.w.data(), s.m.data(), s.v.data(), s.g.data(), parameters); });
 }
 
 // ---------------------------------------------------------------- unary transcendentals

@@ -84,6 +84,16 @@ void adam(float* w, float* m, float* v, const float* g, std::size_t n, float b1,
   }
 }
 
+void read4_write3(float* w, float* m, float* v, const float* g, std::size_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (std::size_t i = 0; i < n; ++i) {
+    const float d = g[i];
+    m[i] += d;
+    v[i] += d;
+    w[i] += d;
+  }
+}
+
 #define BENCH_UNARY(name, expression)                       \
   void name(const float* x, float* y, std::size_t n) {      \
     _Pragma("omp parallel for simd schedule(static)")       \

@@ -13,6 +13,8 @@ void layer_norm_rows(const float* x, const float* gamma, const float* beta, floa
 // m <- b1 m + (1 - b1) g; v <- b2 v + (1 - b2) g^2; w <- w - step_size m / (sqrt(v) c2 + eps)
 void adam(float* w, float* m, float* v, const float* g, std::size_t n, float b1, float b2, float step_size, float c2,
           float epsilon);
+// The floor of an in-place update: w, m, v and g read, w, m and v written, no arithmetic to speak of.
+void read4_write3(float* w, float* m, float* v, const float* g, std::size_t n);
 void exp(const float* x, float* y, std::size_t n);
 void tanh(const float* x, float* y, std::size_t n);
 void log(const float* x, float* y, std::size_t n);

@@ -27,8 +27,8 @@ TEST(NnAttention, MultiHeadLayerMatchesItsDefinition) {
   const auto weights = [&](const auto& var) {
     return as_doubles(p.view<double, typename std::decay_t<decltype(var)>::shape_type>(std::string(var.name.view())));
   };
-  const auto Wq = weights(layer.Wq.var), Wk = weights(layer.Wk.var), Wv = weights(layer.Wv.var), Wo = weights(layer.Wo.var);
-  const auto bq = weights(layer.bq.var), bk = weights(layer.bk.var), bv = weights(layer.bv.var), bo = weights(layer.bo.var);
+  const auto Wq = weights(layer.q.W.var), Wk = weights(layer.k.W.var), Wv = weights(layer.v.W.var), Wo = weights(layer.o.W.var);
+  const auto bq = weights(layer.q.b.var), bk = weights(layer.k.b.var), bv = weights(layer.v.b.var), bo = weights(layer.o.b.var);
   const auto project = [&](const std::vector<double>& W, const std::vector<double>& b, const double* row, std::size_t head,
                            std::vector<double>& into) {  // one head's d features of row W + b
     for (std::size_t c = 0; c < hd; ++c) {
@@ -70,7 +70,7 @@ TEST(NnAttention, MultiHeadLayerGradientsMatchFiniteDifferences) {
   const auto wv = random_tensor<double, shape<dyn, t, dim>>({3, t, dim}, -1, 1, 16);
   const auto loss = sum(layer(x, causal) * w);
   // One symbolic gradient for every parameter checked.
-  const auto [dWq, dbk, dWv, dWo, dbo] = grad(loss, layer.Wq.var, layer.bk.var, layer.Wv.var, layer.Wo.var, layer.bo.var);
+  const auto [dWq, dbk, dWv, dWo, dbo] = grad(loss, layer.q.W.var, layer.k.b.var, layer.v.W.var, layer.o.W.var, layer.o.b.var);
   const auto [gWq, gbk, gWv, gWo, gbo] = eval(dWq, dbk, dWv, dWo, dbo, x = xv, w = wv, p);
   const auto check = [&](const auto& parameter, const auto& g) {
     using V = std::decay_t<decltype(parameter.var)>;
@@ -86,11 +86,11 @@ TEST(NnAttention, MultiHeadLayerGradientsMatchFiniteDifferences) {
       EXPECT_NEAR(g.data()[i], (up - down) / (2 * step), 1e-7) << V::name.view() << "[" << i << "]";
     }
   };
-  check(layer.Wq, gWq);
-  check(layer.bk, gbk);
-  check(layer.Wv, gWv);
-  check(layer.Wo, gWo);
-  check(layer.bo, gbo);
+  check(layer.q.W, gWq);
+  check(layer.k.b, gbk);
+  check(layer.v.W, gWv);
+  check(layer.o.W, gWo);
+  check(layer.o.b, gbo);
 }
 
 }  // namespace

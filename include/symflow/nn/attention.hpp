@@ -8,7 +8,8 @@
 //   nn::multi_head_attention<"attention", 128, 4> attention;
 //   auto y = attention(x, causal);  // x [n, 64, 128] -> [n, 64, 128]
 //
-// Projections start Glorot-uniform, biases zero (as PyTorch's nn.MultiheadAttention's in-projection).
+// The projections are nn::dense layers: Glorot-uniform weights and zero biases by default (as
+// PyTorch's nn.MultiheadAttention's in-projection), or the dense_options given.
 #include <cstddef>
 #include <tuple>
 
@@ -18,34 +19,24 @@
 #include "../expr/scope.hpp"
 #include "../ops/all.hpp"
 #include "../ops/attention.hpp"
-#include "../train/initializers.hpp"
-#include "parameter.hpp"
+#include "layers.hpp"
 
 namespace symflow::nn {
-
-struct attention_options {
-  any_initializer weights = glorot_uniform{};
-  any_initializer bias = zeros;
-};
 
 template <fixed_string Name, std::size_t Dim, std::size_t Heads, class T = float>
 struct multi_head_attention {
   static_assert(Heads >= 1 && Dim % Heads == 0, "symflow: multi_head_attention: Dim must be a multiple of Heads");
   static constexpr std::size_t head_dim = Dim / Heads;
 
-  parameter<Name, "Wq", T, shape<Dim, Dim>> Wq;
-  parameter<Name, "bq", T, shape<Dim>> bq;
-  parameter<Name, "Wk", T, shape<Dim, Dim>> Wk;
-  parameter<Name, "bk", T, shape<Dim>> bk;
-  parameter<Name, "Wv", T, shape<Dim, Dim>> Wv;
-  parameter<Name, "bv", T, shape<Dim>> bv;
-  parameter<Name, "Wo", T, shape<Dim, Dim>> Wo;
-  parameter<Name, "bo", T, shape<Dim>> bo;
+  // The projections are dense layers named "<Name>/q", "<Name>/k", "<Name>/v" and "<Name>/o".
+  dense<scoped_name<Name, "q">, Dim, Dim, T> q;
+  dense<scoped_name<Name, "k">, Dim, Dim, T> k;
+  dense<scoped_name<Name, "v">, Dim, Dim, T> v;
+  dense<scoped_name<Name, "o">, Dim, Dim, T> o;
 
-  explicit multi_head_attention(attention_options o = {}, source_site where = source_site::current())
-      : Wq(o.weights, where), bq(o.bias, where), Wk(o.weights, where), bk(o.bias, where),
-        Wv(o.weights, where), bv(o.bias, where), Wo(std::move(o.weights), where), bo(std::move(o.bias), where) {}
-  auto layers() const { return std::tie(Wq, bq, Wk, bk, Wv, bv, Wo, bo); }
+  explicit multi_head_attention(const dense_options& options = {}, source_site where = source_site::current())
+      : q(options, where), k(options, where), v(options, where), o(options, where) {}
+  auto layers() const { return std::tie(q, k, v, o); }
 
   // x is [t, Dim] (one sequence) or [n, t, Dim]; in the latter, n or t may be unknown, not both.
   template <expression X>
@@ -65,18 +56,19 @@ struct multi_head_attention {
                   "symflow: multi_head_attention: the input must be [t, Dim] or [n, t, Dim] with the layer's Dim");
     static_assert(S::rank == 2 || S::extents[0] != dyn || S::extents[1] != dyn,
                   "symflow: multi_head_attention: an input [n, t, Dim] needs n or t known at compile time");
-    return scope(
+    // The projections name their nodes after themselves ("<Name>/q/..."); the heads' work goes
+    // under Name.
+    const auto qx = q(x, where), kx = k(x, where), vx = v(x, where);
+    const auto heads = scope(
         Name.value,
         [&] {
-          const auto q = split_heads(matmul(x, Wq.var) + bq.var);
-          const auto k = split_heads(matmul(x, Wk.var) + bk.var);
-          const auto v = split_heads(matmul(x, Wv.var) + bv.var);
           if constexpr (Causal)
-            return matmul(join_heads<S>(scaled_dot_product_attention(q, k, v, causal)), Wo.var) + bo.var;
+            return join_heads<S>(scaled_dot_product_attention(split_heads(qx), split_heads(kx), split_heads(vx), causal));
           else
-            return matmul(join_heads<S>(scaled_dot_product_attention(q, k, v)), Wo.var) + bo.var;
+            return join_heads<S>(scaled_dot_product_attention(split_heads(qx), split_heads(kx), split_heads(vx)));
         },
         where);
+    return o(heads, where);
   }
   static constexpr std::size_t times_heads(std::size_t n) { return n == dyn ? dyn : n * Heads; }
 

@@ -46,7 +46,7 @@ inline std::string graph_string(const graph& g, std::uint32_t id) {
   std::string out = n.op + "(";
   for (std::size_t k = 0; k < n.inputs.size(); ++k) out += (k ? ", " : "") + graph_string(g, n.inputs[k]);
   std::string attrs;
-  if (n.op == "sum" || n.op == "mean" || n.op == "max" || n.op == "min") {
+  if (n.attribute("axes") && n.attribute("keepdims")) {  // a reduction
     const auto& axes = std::get<std::vector<std::int64_t>>(*n.attribute("axes"));
     if (axes.size() != g.type_of(n.inputs[0]).shape.size()) {
       attrs = "axes=[";

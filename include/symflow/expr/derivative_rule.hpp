@@ -124,6 +124,16 @@ constexpr auto sibling(const From<A...>& self) {
 }
 
 // Applying an op object to expressions (on graph handles: runtime/rule_context.hpp).
+// The same op with the integer attribute Key set to `value` (a fixed<V>), for adjoints that are the
+// op itself with another attribute (runtime/rule_context.hpp has the graph-node form). The op names
+// its variants: `template <fixed_string Key, std::int64_t V> using with_attribute = ...;`.
+template <fixed_string Key, class Op, class V>
+  requires rule_on_types_v<Op>
+constexpr auto with_integer(const Op&, V) {
+  static_assert(is_fixed_v<V>, "symflow: with_integer: on typed ops the new value must be fixed");
+  return typename Op::template with_attribute<Key, std::int64_t(V::value)>{};
+}
+
 template <class Op, expression X>
 auto apply_view(const Op& op, const X& x) {
   return make_view(op, source_site{}, x);

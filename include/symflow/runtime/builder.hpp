@@ -388,6 +388,12 @@ inline graph_handle argmin(const graph_handle& x, std::int64_t axis, bool keepdi
                           {{"axis", handle_detail::from_first(axis, x.rank())}, {"keepdims", keepdims},
                            {"select_last_index", select_last_index}});
 }
+// Running sums along `axis` (ops/cumsum.hpp); cumsum<Axis, Exclusive, Reverse>(x) on types.
+inline graph_handle cumsum(const graph_handle& x, std::int64_t axis, bool exclusive = false, bool reverse = false) {
+  return x.builder->apply(ops::cumsum_op<0, 0, 0>::name, {x},
+                          {{"axis", handle_detail::from_first(axis, x.rank())}, {"exclusive", std::int64_t(exclusive)},
+                           {"reverse", std::int64_t(reverse)}});
+}
 inline graph_handle one_hot(const graph_handle& labels, std::int64_t depth, dtype to = dtype::f32) {
   return labels.builder->apply(ops::one_hot_op<1, float>::name, {labels},
                                {{"depth", depth}, {"to", std::string(dtype_name(to))}});

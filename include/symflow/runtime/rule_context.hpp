@@ -4,6 +4,7 @@
 // graph nodes here, when a graph value is differentiated (runtime/grad.hpp). `self` is a node_op:
 // the op's family (its type with stand-in attributes, from the op list) and the node's attributes.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -18,6 +19,9 @@ namespace symflow {
 template <class StandIn>
 struct node_op {
   const graph_node* node;
+  // The node's copy with an attribute changed, when a rule asked for one (with_integer); node
+  // points into it.
+  std::shared_ptr<const graph_node> changed = nullptr;
   node_attributes attributes() const { return node_attributes(*node); }
 };
 template <class StandIn>
@@ -44,7 +48,26 @@ struct rebound<To, From<A...>> {
 // The sibling op with the node's attributes (same keys: the family shares them).
 template <template <auto...> class To, class S>
 node_op<typename rule_detail::rebound<To, S>::type> sibling(const node_op<S>& self) {
-  return {self.node};
+  return {self.node, self.changed};
+}
+
+// The same op with the integer attribute Key set to `value` (expr/derivative_rule.hpp has the
+// typed form): for adjoints that are the op itself with another attribute (cumsum's runs the
+// other way).
+template <fixed_string Key, class S>
+node_op<S> with_integer(const node_op<S>& self, std::int64_t value) {
+  auto copy = std::make_shared<graph_node>(*self.node);
+  bool found = false;
+  for (auto& a : copy->attributes)
+    if (a.key == Key.view()) {
+      a.value = value;
+      found = true;
+    }
+  if (!found)
+    throw graph_error("differentiate: node '" + self.node->name + "' (" + self.node->op + ") has no attribute '" +
+                      std::string(Key.view()) + "'");
+  const graph_node* node = copy.get();
+  return {node, std::move(copy)};
 }
 
 template <class S, class... H>

@@ -53,6 +53,7 @@
 #include "neg.hpp"
 #include "not_equal.hpp"
 #include "one_hot.hpp"
+#include "pad.hpp"
 #include "pool2d.hpp"
 #include "pow.hpp"
 #include "prelu.hpp"

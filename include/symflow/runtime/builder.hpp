@@ -394,6 +394,10 @@ inline graph_handle cumsum(const graph_handle& x, std::int64_t axis, bool exclus
                           {{"axis", handle_detail::from_first(axis, x.rank())}, {"exclusive", std::int64_t(exclusive)},
                            {"reverse", std::int64_t(reverse)}});
 }
+// x padded by `pads` (ONNX order: every axis's begin, then every axis's end; ops/pad.hpp).
+inline graph_handle pad(const graph_handle& x, std::vector<std::int64_t> pads, pad_mode mode = pad_mode::constant) {
+  return x.builder->apply(ops::pad_op<0, 0, 0>::name, {x}, {{"pads", std::move(pads)}, {"mode", std::int64_t(mode)}});
+}
 inline graph_handle one_hot(const graph_handle& labels, std::int64_t depth, dtype to = dtype::f32) {
   return labels.builder->apply(ops::one_hot_op<1, float>::name, {labels},
                                {{"depth", depth}, {"to", std::string(dtype_name(to))}});

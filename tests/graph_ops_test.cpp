@@ -54,6 +54,7 @@ TEST(GraphLowering, EveryOpPrintsBackLikeItsType) {
   expect_graph_prints_like(slice(x, 0, 1), narrow<1>(z, 1, 3), permute<2, 0, 1>(z), transpose(z), flatten(z),
                            reshape<shape<4, 6>>(z), expand_as(w, x));
   expect_graph_prints_like(argmax<1>(x), argmin<-1>(z, keepdims));
+  expect_graph_prints_like(cumsum<1, true>(x), grad(sum(pad<pad_mode::reflect, 1, 0, 2, 1>(x) * 2.0f), x));
   auto loss = sum(square(concat<1>(slice(x, 0, 1), reshape<shape<1, 4>>(w))) * 1.5f) + mean(max(z, axes<2>));
   expect_graph_prints_like(loss, grad(loss, w), grad(loss, x), grad(loss, z));
   auto W = variable<"W", float, shape<4, 3>>();

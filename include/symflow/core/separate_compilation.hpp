@@ -20,6 +20,10 @@
 // nothing when compiled separately), and its definition — often in a companion *_impl.hpp that
 // also holds the includes only the definitions need — is compiled unless
 // SYMFLOW_LIBRARY_DECLARED_ONLY.
+// A unit may define only one of the two op tables, so that a build can compile them in parallel:
+// with SYMFLOW_LIBRARY_PART_OP_TABLE it defines find_runtime_op only, with
+// SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES find_derivative_rule only (the project's
+// cmake/library/runtime_*.cpp; neither macro defines both).
 #if defined(SYMFLOW_SEPARATE_COMPILATION)
 #define SYMFLOW_LIBRARY_LINKAGE
 #if defined(SYMFLOW_LIBRARY_IMPLEMENTATION)
@@ -30,4 +34,15 @@
 #else
 #define SYMFLOW_LIBRARY_LINKAGE inline
 #define SYMFLOW_LIBRARY_DECLARED_ONLY 0
+#endif
+
+#if SYMFLOW_LIBRARY_DECLARED_ONLY || defined(SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES)
+#define SYMFLOW_LIBRARY_OP_TABLE_DECLARED_ONLY 1
+#else
+#define SYMFLOW_LIBRARY_OP_TABLE_DECLARED_ONLY 0
+#endif
+#if SYMFLOW_LIBRARY_DECLARED_ONLY || defined(SYMFLOW_LIBRARY_PART_OP_TABLE)
+#define SYMFLOW_LIBRARY_DERIVATIVE_RULES_DECLARED_ONLY 1
+#else
+#define SYMFLOW_LIBRARY_DERIVATIVE_RULES_DECLARED_ONLY 0
 #endif

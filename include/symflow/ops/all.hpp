@@ -3,6 +3,7 @@
 #include "list.hpp"
 #include "activations.hpp"
 #include "attention.hpp"
+#include "conv1d.hpp"
 #include "losses.hpp"
 #include "normalization.hpp"
 #include "shape_composites.hpp"

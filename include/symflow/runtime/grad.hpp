@@ -132,7 +132,7 @@ derivative_rule derivative_rule_of() {
 
 // Every op's derivative rule (instantiates each view's and kernel's rule on graph handles: see
 // core/separate_compilation.hpp).
-#if SYMFLOW_LIBRARY_DECLARED_ONLY
+#if SYMFLOW_LIBRARY_DERIVATIVE_RULES_DECLARED_ONLY
 const derivative_rule* find_derivative_rule(std::string_view name);
 #else
 SYMFLOW_LIBRARY_LINKAGE const derivative_rule* find_derivative_rule(std::string_view name) {

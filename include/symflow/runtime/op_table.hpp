@@ -218,7 +218,7 @@ runtime_op runtime_op_of() {
 
 // The runtime form of the op named `name`, or nullptr. Building this table instantiates every
 // op's kernels for every dtype: see core/separate_compilation.hpp for compiling it once per program.
-#if SYMFLOW_LIBRARY_DECLARED_ONLY
+#if SYMFLOW_LIBRARY_OP_TABLE_DECLARED_ONLY
 const runtime_op* find_runtime_op(std::string_view name);
 #else
 SYMFLOW_LIBRARY_LINKAGE const runtime_op* find_runtime_op(std::string_view name) {

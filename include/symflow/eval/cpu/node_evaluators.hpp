@@ -77,6 +77,18 @@ struct memory_eval : leaf_eval<T> {
   template <class Ctx>
   void prepare(Ctx&) {}
   const leaf_eval<T>& as_leaf() const { return *this; }
+  // A rank-0 tensor (an optimiser's scalars, a learning rate fed as a tensor) is a broadcast in
+  // every frame: read it without the inner-stride tests of leaf_eval, which a fused update with
+  // seven such scalars paid for in every packet. (The same element either way.)
+  SYMFLOW_INLINE T scalar(std::size_t j) const {
+    if constexpr (R == 0) return *this->data;
+    else return leaf_eval<T>::scalar(j);
+  }
+  template <class P>
+  SYMFLOW_INLINE P packet(std::size_t j) const {
+    if constexpr (R == 0) return simd::pm::pset1<P>(*this->data);
+    else return leaf_eval<T>::template packet<P>(j);
+  }
 };
 
 template <class T>

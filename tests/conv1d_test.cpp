@@ -74,24 +74,20 @@ void check(const XP& x) {
   const auto loss = sum(conv1d<Stride, Padding>(x, w) * r);
   const auto gx = eval(grad(loss, x), x = xv, w = wv, r = rv);
   const auto gw = eval(grad(loss, w), x = xv, w = wv, r = rv);
-  for (std::size_t q : {std::size_t(0), std::size_t(13), xv.size() - 1}) {
-    auto probe = xv;
-    const double keep = probe.data()[q], h = 1e-6;
-    probe.data()[q] = keep + h;
-    const double up = eval(loss, x = probe, w = wv, r = rv)();
-    probe.data()[q] = keep - h;
-    const double down = eval(loss, x = probe, w = wv, r = rv)();
-    EXPECT_NEAR(gx.data()[q], (up - down) / (2 * h), 1e-7) << "x element " << q;
-  }
-  for (std::size_t q : {std::size_t(0), std::size_t(17), wv.size() - 1}) {
-    auto probe = wv;
-    const double keep = probe.data()[q], h = 1e-6;
-    probe.data()[q] = keep + h;
-    const double up = eval(loss, x = xv, w = probe, r = rv)();
-    probe.data()[q] = keep - h;
-    const double down = eval(loss, x = xv, w = probe, r = rv)();
-    EXPECT_NEAR(gw.data()[q], (up - down) / (2 * h), 1e-7) << "w element " << q;
-  }
+  // d loss / d t[q] by central differences, t being x's or w's value.
+  auto central = [&](auto t, std::size_t q, auto&& loss_at) {
+    const double h = 1e-6, keep = t.data()[q];
+    t.data()[q] = keep + h;
+    const double up = loss_at(t);
+    t.data()[q] = keep - h;
+    return (up - loss_at(t)) / (2 * h);
+  };
+  for (std::size_t q : {std::size_t(0), std::size_t(13), xv.size() - 1})
+    EXPECT_NEAR(gx.data()[q], central(xv, q, [&](const auto& p) { return eval(loss, x = p, w = wv, r = rv)(); }), 1e-7)
+        << "x element " << q;
+  for (std::size_t q : {std::size_t(0), std::size_t(17), wv.size() - 1})
+    EXPECT_NEAR(gw.data()[q], central(wv, q, [&](const auto& p) { return eval(loss, x = xv, w = p, r = rv)(); }), 1e-7)
+        << "w element " << q;
 
   // The graph interpreter runs the same composition.
   runtime_feeds feeds;

@@ -16,6 +16,25 @@
 
 namespace symflow {
 
+namespace normalization_detail {
+// (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta, mean and biased variance over `ax`: layer and
+// batch normalisation differ in their axes only.
+template <class X, class G, class B, int... Axes>
+auto standardized(const X& x, const G& gamma, const B& beta, double eps, axes_t<Axes...> ax) {
+  auto centered = x - mean(x, ax, keepdims);
+  auto inverse_deviation = rsqrt(mean(square(centered), ax, keepdims) + eps);
+  return centered * inverse_deviation * gamma + beta;
+}
+// axes<0, 1, ..., R - 2>: every axis but the last (the channels of NHWC images, the features of
+// [N, D] rows).
+template <std::size_t R, std::size_t... I>
+constexpr auto all_but_last(std::index_sequence<I...>) {
+  return axes_t<int(I)...>{};
+}
+template <class X>
+using batch_axes_t = decltype(all_but_last<shape_of<X>::rank>(std::make_index_sequence<shape_of<X>::rank - 1>{}));
+}  // namespace normalization_detail
+
 // layer_norm(x, gamma, beta, eps) = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta, with mean
 // and (biased) variance over the last axis, or over `ax` (axes<-2, -1>: the last two), as PyTorch's
 // layer_norm and ONNX LayerNormalization (axis = -1, epsilon = 1e-5 by default). gamma and beta
@@ -25,9 +44,7 @@ template <class X, class G, class B, int... Axes>
 auto layer_norm(const X& x, const G& gamma, const B& beta, double eps, axes_t<Axes...> ax) {
   static_assert(sizeof...(Axes) > 0, "symflow: layer_norm: name the normalised axes (axes<-1> by default)");
   name_scope s("layer_norm");
-  auto centered = x - mean(x, ax, keepdims);
-  auto inverse_deviation = rsqrt(mean(square(centered), ax, keepdims) + eps);
-  return centered * inverse_deviation * gamma + beta;
+  return normalization_detail::standardized(x, gamma, beta, eps, ax);
 }
 template <class X, class G, class B>
   requires unary_operand<X>
@@ -50,16 +67,6 @@ auto rms_norm(const X& x, const G& gamma, double eps = 1e-5) {
   return rms_norm(x, gamma, eps, axes<-1>);
 }
 
-namespace normalization_detail {
-// axes<0, 1, ..., R - 2>: every axis but the last (the channels of NHWC images, the features of
-// [N, D] rows).
-template <std::size_t R, std::size_t... I>
-constexpr auto all_but_last(std::index_sequence<I...>) {
-  return axes_t<int(I)...>{};
-}
-template <class X>
-using batch_axes_t = decltype(all_but_last<shape_of<X>::rank>(std::make_index_sequence<shape_of<X>::rank - 1>{}));
-}  // namespace normalization_detail
 
 // batch_norm(x, gamma, beta, eps) in training mode: x normalised with the mean and (biased) variance
 // of the batch over every axis but the last (NHWC images: over N, H and W, per channel), as
@@ -72,9 +79,7 @@ template <class X, class G, class B, int... Axes>
 auto batch_norm(const X& x, const G& gamma, const B& beta, double eps, axes_t<Axes...> ax) {
   static_assert(sizeof...(Axes) > 0, "symflow: batch_norm: name the axes the statistics are taken over");
   name_scope s("batch_norm");
-  auto centered = x - mean(x, ax, keepdims);
-  auto inverse_deviation = rsqrt(mean(square(centered), ax, keepdims) + eps);
-  return centered * inverse_deviation * gamma + beta;
+  return normalization_detail::standardized(x, gamma, beta, eps, ax);
 }
 template <expression X, class G, class B>
 auto batch_norm(const X& x, const G& gamma, const B& beta, double eps = 1e-5) {

@@ -103,11 +103,25 @@ template <class Range>
 runtime_extents as_runtime(const Range& r) {
   return runtime_extents(r.begin(), r.end());
 }
+// What pad and pad_backward share: the attributes (the pads in ONNX's order, the mode).
+template <std::size_t Mode, std::size_t... Pads>
+struct attributes {
+  static constexpr std::array<std::size_t, sizeof...(Pads)> pads{Pads...};
+  template <class V>
+  static constexpr void visit_attributes(V&& v) {
+    v("pads", pads);
+    v("mode", Mode);
+  }
+  static constexpr bool contiguous_operands = true;
+  static std::vector<std::int64_t> pad_list() { return {std::int64_t(Pads)...}; }
+};
 }  // namespace pad_detail
 
 // pad<Mode, Pads...>(x): pads as ONNX's (begin of every axis, then end of every axis).
 template <std::size_t Mode, std::size_t... Pads>
-struct pad_op {
+struct pad_op : pad_detail::attributes<Mode, Pads...> {
+  using pad_detail::attributes<Mode, Pads...>::pads;
+  using pad_detail::attributes<Mode, Pads...>::pad_list;
   static constexpr std::string_view name = "pad";
   static constexpr std::string_view doc =
       "pad(x), attributes pads and mode (ONNX Pad, numpy.pad, torch.nn.functional.pad; in C++ "
@@ -127,13 +141,6 @@ struct pad_op {
     template <class T>
     static auto of(const auto& x0) { return make_kernel(pad_op<1, 0, 2, 1, 0, 1, 3>{}, source_site{}, x0); }
   };
-  static constexpr std::array<std::size_t, sizeof...(Pads)> pads{Pads...};
-  template <class V>
-  static constexpr void visit_attributes(V&& v) {
-    v("pads", pads);
-    v("mode", Mode);
-  }
-  static constexpr bool contiguous_operands = true;
   template <class X>
   using result_type = X;
   template <class X>
@@ -160,7 +167,6 @@ struct pad_op {
     return out;
   }()>;
 
-  static std::vector<std::int64_t> pad_list() { return {std::int64_t(Pads)...}; }
   template <std::size_t R>
   static extents_t<R> infer_extents(const auto& who, const extents_t<R>& in) {
     const auto e = pad_detail::padded_extents(who, pad_detail::as_runtime(in), pad_list(), Mode);
@@ -205,7 +211,8 @@ struct pad_op {
 
 // pad_backward(g, like): pad's adjoint, of like's shape (like's values unread).
 template <std::size_t Mode, std::size_t... Pads>
-struct pad_backward_op {
+struct pad_backward_op : pad_detail::attributes<Mode, Pads...> {
+  using pad_detail::attributes<Mode, Pads...>::pad_list;
   static constexpr std::string_view name = "pad_backward";
   static constexpr std::string_view doc =
       "pad_backward(g, like), attributes pads and mode (as pad's): the adjoint of pad, a tensor of "
@@ -223,13 +230,6 @@ struct pad_backward_op {
       return make_kernel(pad_backward_op<1, 0, 2, 1, 0, 1, 3>{}, source_site{}, g, like);
     }
   };
-  static constexpr std::array<std::size_t, sizeof...(Pads)> pads{Pads...};
-  template <class V>
-  static constexpr void visit_attributes(V&& v) {
-    v("pads", pads);
-    v("mode", Mode);
-  }
-  static constexpr bool contiguous_operands = true;
   template <std::size_t I>
   static constexpr bool reads_operand = I == 0;
   template <class G, class L>
@@ -241,7 +241,6 @@ struct pad_backward_op {
   template <class SG, class SL>
   using result_shape = SL;
 
-  static std::vector<std::int64_t> pad_list() { return {std::int64_t(Pads)...}; }
   static void check(const std::string& who, const runtime_extents& g, const runtime_extents& like,
                     const std::vector<std::int64_t>& pads, std::size_t mode) {
     if (pad_detail::padded_extents(who, like, pads, mode) != g)

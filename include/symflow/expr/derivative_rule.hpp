@@ -123,7 +123,6 @@ constexpr auto sibling(const From<A...>& self) {
   else return To<A...>{};
 }
 
-// Applying an op object to expressions (on graph handles: runtime/rule_context.hpp).
 // The same op with the integer attribute Key set to `value` (a fixed<V>), for adjoints that are the
 // op itself with another attribute (runtime/rule_context.hpp has the graph-node form). The op names
 // its variants: `template <fixed_string Key, std::int64_t V> using with_attribute = ...;`.
@@ -134,6 +133,7 @@ constexpr auto with_integer(const Op&, V) {
   return typename Op::template with_attribute<Key, std::int64_t(V::value)>{};
 }
 
+// Applying an op object to expressions (on graph handles: runtime/rule_context.hpp).
 template <class Op, expression X>
 auto apply_view(const Op& op, const X& x) {
   return make_view(op, source_site{}, x);

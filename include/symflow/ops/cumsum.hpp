@@ -11,20 +11,16 @@
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
 #include "law_example.hpp"
+#include "sum.hpp"
 
 namespace symflow {
 namespace ops {
 
 namespace cumsum_detail {
 // Floats accumulate in double, so each prefix is the correctly rounded running sum whatever its
-// length (as PyTorch's CPU cumsum); integers wrap as add does (unsigned arithmetic).
+// length (as PyTorch's CPU cumsum); integers wrap, by sum's own combine step.
 template <class T>
 using accumulator = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-template <class T>
-T add_wrapping(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return a + b;
-  else return T(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
-}
 
 // Running sums along the middle axis of x seen as [outer, n, inner]: out[k] = x[0] + ... + x[k]
 // (exclusive: up to x[k - 1], so out[0] = 0), from the other end when `reverse`.
@@ -42,7 +38,7 @@ void run(const T* x, T* out, std::size_t outer, std::size_t n, std::size_t inner
       T* yk = ys + k * inner;
       for (std::size_t i = 0; i < inner; ++i) {
         const A before = acc[i];
-        acc[i] = add_wrapping(acc[i], A(xk[i]));
+        acc[i] = sum_op::combine(acc[i], A(xk[i]));
         yk[i] = T(exclusive ? before : acc[i]);
       }
     }

@@ -58,7 +58,8 @@ inline constexpr bool fused_numerics_check = true;
 // (dense, row-major). SIMD where every node of the group has a packet form, threads for large frames.
 // Returns whether every element written is finite (for check_numerics: x - x is NaN exactly when x
 // is not finite, and one add per packet keeps the answer while the values are in registers).
-template <class T, class E>
+// Intermediates whose answer no one reads pass WantFinite = false (and always get true).
+template <class T, class E, bool WantFinite = true>
 bool run_map(const E& root_in, frame f, T* out) {
   if (f.size() == 0) return true;
   E root = root_in;
@@ -114,7 +115,7 @@ bool run_map(const E& root_in, frame f, T* out) {
         const bool stream_row = stream && reinterpret_cast<std::uintptr_t>(o + j) % sizeof(P) == 0;
         for (; j + width <= stop; j += width) {
           const P p = local.template packet<P>(j);
-          if constexpr (fused_numerics_check) finite_packet = simd::pm::padd(finite_packet, simd::pm::psub(p, p));
+          if constexpr (WantFinite && fused_numerics_check) finite_packet = simd::pm::padd(finite_packet, simd::pm::psub(p, p));
           if constexpr (decltype(detail::stream_store(o, p))::value) {
             if (stream_row) {
               detail::stream_store(o + j, p);
@@ -126,18 +127,18 @@ bool run_map(const E& root_in, frame f, T* out) {
       }
       for (; j < stop; ++j) {
         o[j] = local.scalar(j);
-        if constexpr (fused_numerics_check && std::is_floating_point_v<T>) finite_scalar += o[j] - o[j];
+        if constexpr (WantFinite && fused_numerics_check && std::is_floating_point_v<T>) finite_scalar += o[j] - o[j];
       }
       j = 0;
       cursor.next(f);
     }
     if (stream) detail::stream_fence();
-    if constexpr (fused_numerics_check && std::is_floating_point_v<T>) {
+    if constexpr (WantFinite && fused_numerics_check && std::is_floating_point_v<T>) {
       if constexpr (vec) finite_scalar += simd::pm::predux(finite_packet);
       if (!(finite_scalar == T(0))) nonfinite.store(true, std::memory_order_relaxed);
     }
   });
-  if constexpr (!fused_numerics_check)
+  if constexpr (WantFinite && !fused_numerics_check)
     if (check_numerics_enabled() && std::is_floating_point_v<T>)
       for (std::size_t i = 0; i < f.size(); ++i)
         if (!(out[i] - out[i] == T(0))) return false;
@@ -145,6 +146,23 @@ bool run_map(const E& root_in, frame f, T* out) {
 }
 
 namespace detail {
+// Combines packets [j, end) of `e` (end - j a multiple of 4 packets) with four accumulators that
+// start at `identity`. (The packet type is deduced, not named: naming __m512 & co. as template
+// arguments warns about their attributes.)
+template <class T, class E, class P, class Combine, class Reduce>
+SYMFLOW_INLINE T combine_packets(const E& e, std::size_t j, std::size_t end, const P& identity, Combine combine,
+                                 Reduce reduce) {
+  constexpr std::size_t w = simd::packet_size<T>;
+  P a0 = identity, a1 = a0, a2 = a0, a3 = a0;
+  for (; j < end; j += 4 * w) {
+    a0 = combine(a0, e.template packet<P>(j));
+    a1 = combine(a1, e.template packet<P>(j + w));
+    a2 = combine(a2, e.template packet<P>(j + 2 * w));
+    a3 = combine(a3, e.template packet<P>(j + 3 * w));
+  }
+  return T(reduce(combine(combine(a0, a1), combine(a2, a3))));
+}
+
 // Reduces row elements [j, stop) of a fused group. Blocks of 4096 are summed with four packet
 // accumulators and then folded, which keeps float sums accurate over millions of elements.
 template <class Op, class T, class E>
@@ -159,14 +177,35 @@ SYMFLOW_INLINE T reduce_row(const E& e, std::size_t j, std::size_t stop) {
       namespace pm = simd::pm;
       constexpr std::size_t w = simd::packet_size<T>;
       if (j + 4 * w <= block_end) {
-        P a0 = pm::pset1<P>(part), a1 = a0, a2 = a0, a3 = a0;
-        for (; j + 4 * w <= block_end; j += 4 * w) {
-          a0 = Op::packet_combine(a0, e.template packet<P>(j));
-          a1 = Op::packet_combine(a1, e.template packet<P>(j + w));
-          a2 = Op::packet_combine(a2, e.template packet<P>(j + 2 * w));
-          a3 = Op::packet_combine(a3, e.template packet<P>(j + 3 * w));
+        const std::size_t end = j + (block_end - j) / (4 * w) * (4 * w);
+        const P identity = pm::pset1<P>(Op::template identity<T>());
+        const auto exact = [&] {
+          return combine_packets<T>(e, j, end, identity, [](const P& a, const P& b) { return Op::packet_combine(a, b); },
+                                    [](const P& p) { return Op::packet_reduce(p); });
+        };
+        // Ops whose packet combine has a quicker form that is exact on most inputs (max and min:
+        // see ops/max.hpp) try it first.
+        if constexpr (requires(const P& p) {
+                        Op::packet_combine_unchecked(p, p);
+                        Op::packet_reduce_unchecked(p);
+                        Op::exact_lanes(p);
+                      }) {
+          P exact_so_far = pm::ptrue(identity);
+          part = combine_packets<T>(
+              e, j, end, identity,
+              [&](const P& a, const P& b) {
+                exact_so_far = pm::pand(exact_so_far, Op::exact_lanes(b));
+                return Op::packet_combine_unchecked(a, b);
+              },
+              [](const P& p) { return Op::packet_reduce_unchecked(p); });
+          // exact_so_far also saw the accumulators combined with each other: identities and
+          // values of `e`, so it flags exactly the operand lanes.
+          if (pm::predux_any(pm::pandnot(pm::ptrue(exact_so_far), exact_so_far)) || !Op::unchecked_result_exact(part))
+            part = exact();
+        } else {
+          part = exact();
         }
-        part = Op::packet_reduce(Op::packet_combine(Op::packet_combine(a0, a1), Op::packet_combine(a2, a3)));
+        j = end;
       }
     }
     for (; j < block_end; ++j) part = Op::combine(part, T(e.scalar(j)));

@@ -1,7 +1,10 @@
 #ifndef SYMFLOW_OPS_EXP_HPP
 #define SYMFLOW_OPS_EXP_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
@@ -40,28 +43,90 @@ struct exp_op : floating_result {
     return std::exp(x);
   }
 #ifndef SYMFLOW_SCALAR_ONLY
-  // Eigen's pexp is used where exp(x) is a normal number. Outside that range it depends on the
-  // packet width: with SSE/AVX2 float packets it clamps its argument, so exp(-138) and even exp(-inf)
-  // are 2.9e-39, with AVX-512 it flushes to 0 from -87.9 on, and double pexp never reaches 0 (exp(-2000)
-  // gave 5.6e-309); std::exp gives denormals, then exactly 0 (below -103.97 in float), and +Inf past
-  // the largest float. A softmax whose logits spread wider than 104 must underflow to 0 on every
-  // machine (check_numerics and the interpreter depend on it): such lanes, rare in practice, take
-  // std::exp, so the result is the same for every SIMD width. NaN lanes stay NaN through pexp.
+  // float: Eigen's range reduction and polynomial (pexp's, so values agree with it bit for bit where
+  // exp(x) is a normal number), with the power of two applied in two exact steps of its own instead
+  // of pexp's clamped ldexp: the same bits for every SIMD width, -Inf and arguments below -104 give
+  // 0 and above 89 +Inf with no slow path (softmax's masked -Inf logits are common). Lanes whose
+  // result is a denormal or near overflow (x in (-104, -87) or (88, 89)) take std::exp, as
+  // before: there the polynomial's last ulp would decide where exp underflows to 0.
+  // double (and float without SIMD integers): pexp where exp(x) is a normal number. Outside that
+  // range it depends on the packet width (SSE/AVX2 clamp the argument; double pexp never reaches
+  // 0), so such lanes, rare in practice, take std::exp. NaN lanes stay NaN.
   template <class P>
   static P packet(const P& x) {
     namespace pm = simd::pm;
     using T = typename pm::unpacket_traits<P>::type;
-    constexpr T lo = sizeof(T) == 4 ? T(-87) : T(-708), hi = sizeof(T) == 4 ? T(88) : T(709);
-    const P y = pm::pexp(x);
-    const P outside = pm::por(pm::pcmp_lt(x, pm::pset1<P>(lo)), pm::pcmp_lt(pm::pset1<P>(hi), x));
-    if (!pm::predux_any(outside)) return y;
+    if constexpr (std::is_same_v<T, float> && requires { typename pm::unpacket_traits<P>::integer_packet; }) {
+      const P y = exp_float(x);
+      // x in (-104, -87) or (88, 89). With AVX-512 the test stays in mask registers (Eigen's
+      // compares widen each mask to a vector, a third of exp's time here).
+#if defined(__AVX512F__)
+      if constexpr (sizeof(P) == 64) {
+        const __mmask16 band =
+            _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_add_ps(x, _mm512_set1_ps(95.5f))), _mm512_set1_ps(8.5f), _CMP_LT_OQ) |
+            _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(x, _mm512_set1_ps(88.5f))), _mm512_set1_ps(0.5f), _CMP_LT_OQ);
+        if (band == 0) return y;
+      }
+#endif
+      const P band = pm::por(pm::pcmp_lt(pm::pabs(pm::padd(x, pm::pset1<P>(95.5f))), pm::pset1<P>(8.5f)),
+                             pm::pcmp_lt(pm::pabs(pm::psub(x, pm::pset1<P>(88.5f))), pm::pset1<P>(0.5f)));
+      return pm::predux_any(band) ? with_std_exp(x, y, band) : y;
+    } else {
+      constexpr T lo = sizeof(T) == 4 ? T(-87) : T(-708), hi = sizeof(T) == 4 ? T(88) : T(709);
+      const P y = pm::pexp(x);
+      const P outside = pm::por(pm::pcmp_lt(x, pm::pset1<P>(lo)), pm::pcmp_lt(pm::pset1<P>(hi), x));
+      return pm::predux_any(outside) ? with_std_exp(x, y, outside) : y;
+    }
+  }
+  // y with std::exp(x) in the lanes set in `lanes`.
+  template <class P>
+  [[gnu::noinline]] static P with_std_exp(const P& x, const P& y, const P& lanes) {
+    namespace pm = simd::pm;
+    using T = typename pm::unpacket_traits<P>::type;
+    using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
     constexpr int n = simd::packet_size<T>;
-    T xs[n], ys[n];
+    T xs[n], ys[n], ls[n];
     pm::pstoreu(xs, x);
     pm::pstoreu(ys, y);
+    pm::pstoreu(ls, lanes);
     for (int i = 0; i < n; ++i)
-      if (xs[i] < lo || xs[i] > hi) ys[i] = std::exp(xs[i]);
+      if (std::bit_cast<bits>(ls[i]) != 0) ys[i] = std::exp(xs[i]);
     return pm::ploadu<P>(ys);
+  }
+  template <class P>
+  static P exp_float(const P& x) {
+    namespace pm = simd::pm;
+    using PI = typename pm::unpacket_traits<P>::integer_packet;
+    // Past these exp(x) is 0 (below half the smallest denormal) or +Inf in float.
+    const P xc = pm::pmin(pm::pmax(x, pm::pset1<P>(-104.f)), pm::pset1<P>(89.f));
+    const P n = pm::pfloor(pm::pmadd(xc, pm::pset1<P>(1.44269504088896341f), pm::pset1<P>(0.5f)));
+    P r = pm::pmadd(n, pm::pset1<P>(-0.693359375f), xc);
+    r = pm::pmadd(n, pm::pset1<P>(2.12194440e-4f), r);
+    const P r2 = pm::pmul(r, r), r3 = pm::pmul(r2, r);
+    P y = pm::pmadd(pm::pset1<P>(1.9875691500E-4f), r, pm::pset1<P>(1.3981999507E-3f));
+    P y1 = pm::pmadd(pm::pset1<P>(4.1665795894E-2f), r, pm::pset1<P>(1.6666665459E-1f));
+    const P y2 = pm::padd(r, pm::pset1<P>(1.f));
+    y = pm::pmadd(y, r, pm::pset1<P>(8.3334519073E-3f));
+    y1 = pm::pmadd(y1, r, pm::pset1<P>(5.0000001201E-1f));
+    y = pm::pmadd(y, r3, y1);
+    y = pm::pmadd(y, r2, y2);
+    // y * 2^n, n in [-150, 128], as y * 2^a * 2^b with a = floor(n / 2), b = n - a, both in
+    // [-75, 64]: y * 2^a is exact (y is in [0.7, 1.42]), so the one rounding is the last product's.
+    // (AVX-512's scalef computes the same correctly rounded product in one instruction.)
+#if defined(__AVX512F__)
+    if constexpr (simd::packet_size<float> == 16 && sizeof(P) == 64) {
+      const P scaled = _mm512_scalef_ps(y, n);
+      return pm::pselect(pm::pcmp_eq(x, x), scaled, x);
+    } else
+#endif
+    {
+      const PI ni = pm::pcast<P, PI>(n);
+      const PI a = pm::parithmetic_shift_right<1>(ni), b = pm::psub(ni, a);
+      const PI bias = pm::pset1<PI>(127);
+      const P two_a = pm::preinterpret<P>(pm::plogical_shift_left<23>(pm::padd(a, bias)));
+      const P two_b = pm::preinterpret<P>(pm::plogical_shift_left<23>(pm::padd(b, bias)));
+      return pm::pselect(pm::pcmp_eq(x, x), pm::pmul(pm::pmul(y, two_a), two_b), x);
+    }
   }
   // exp(log x) -> x only where x is known to be >= 0 (elsewhere exp(log x) is NaN, not x);
   // exp(0) -> 1.

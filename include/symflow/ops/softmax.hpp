@@ -23,7 +23,8 @@ template <expression X, int Axis = -1>
 auto softmax(const X& x, axes_t<Axis> ax = {}) {
   name_scope s("softmax");
   auto e = exp(x - max(x, ax, keepdims));
-  return e / sum(e, ax, keepdims);
+  // Times the reciprocal, as PyTorch's CPU softmax: one division per row instead of per element.
+  return e * (value_type_of<X>(1) / sum(e, ax, keepdims));
 }
 
 template <expression X, int Axis = -1>

@@ -21,16 +21,25 @@ struct eval_counters {
   std::atomic<std::size_t> reductions{0};     // materialised reductions (inner or root)
   std::atomic<std::size_t> fused_passes{0};   // fused elementwise loops
   std::atomic<std::size_t> reused{0};         // materialised values found already computed
+  std::atomic<std::size_t> row_blocked{0};    // passes run in row blocks (row_blocks.hpp)
   void reset() {
+    row_blocked = 0;
     kernels = 0;
     reductions = 0;
     fused_passes = 0;
     reused = 0;
   }
 };
+// Whether this thread's evaluation work goes uncounted: a pass split into row blocks
+// (row_blocks.hpp) counts its first block, so that it counts like the single pass it replaces.
+inline bool& counters_muted() {
+  thread_local bool muted = false;
+  return muted;
+}
 inline eval_counters& counters() {
   static eval_counters c;
-  return c;
+  thread_local eval_counters ignored;
+  return counters_muted() ? ignored : c;
 }
 
 // A value computed during one evaluation, remembered so that an identical node (same type, same
@@ -43,19 +52,9 @@ struct materialised_value {
   std::array<std::size_t, 8> extents{}, strides{};
 };
 
-template <class S>
-inline constexpr bool is_params_v = std::is_same_v<std::remove_cvref_t<S>, params>;
-
-// What one evaluation reads (feeds and at most one parameter store) and the scratch memory it
-// owns for materialised intermediates. Lives for the duration of one eval call.
-template <class... Sources>
-struct eval_context {
-  static_assert(((is_feed_binding_v<Sources> || is_params_v<Sources>) && ...),
-                "symflow: eval takes an expression followed by feeds (x = tensor) and optionally a params store");
-  static_assert((std::size_t(is_params_v<Sources>) + ... + 0) <= 1, "symflow: pass at most one params store");
-
-  std::tuple<const Sources&...> sources;
-  std::vector<aligned_buffer<unsigned char>> workspace;
+// The values one evaluation (or one row block of it) has materialised, found again by node
+// identity (same type, same runtime data).
+struct materialised_memo {
   std::vector<materialised_value> materialised;
 
   template <class Node>
@@ -70,6 +69,21 @@ struct eval_context {
     value.same = &same_value_erased<Node>;
     materialised.push_back(value);
   }
+};
+
+template <class S>
+inline constexpr bool is_params_v = std::is_same_v<std::remove_cvref_t<S>, params>;
+
+// What one evaluation reads (feeds and at most one parameter store) and the scratch memory it
+// owns for materialised intermediates. Lives for the duration of one eval call.
+template <class... Sources>
+struct eval_context : materialised_memo {
+  static_assert(((is_feed_binding_v<Sources> || is_params_v<Sources>) && ...),
+                "symflow: eval takes an expression followed by feeds (x = tensor) and optionally a params store");
+  static_assert((std::size_t(is_params_v<Sources>) + ... + 0) <= 1, "symflow: pass at most one params store");
+
+  std::tuple<const Sources&...> sources;
+  std::vector<aligned_buffer<unsigned char>> workspace;
 
   explicit eval_context(const Sources&... s) : sources(s...) {}
   eval_context(const eval_context&) = delete;

@@ -9,6 +9,7 @@
 #include "../program_route.hpp"
 #include "evaluators.hpp"
 #include "multi_output.hpp"
+#include "row_blocks.hpp"
 
 namespace symflow {
 
@@ -17,6 +18,15 @@ namespace cpu {
 // infinities (checked inside the fused pass, or by a scan of what other paths wrote).
 template <class Ev, class Ctx, class T>
 bool compute(Ev& ev, Ctx& ctx, T* out) {
+  if constexpr (row_blocks::worth_trying<Ev>) {
+    bool finite = true;
+    if (row_blocks::compute(ev, ctx, out, finite)) {
+      if constexpr (requires { ev.compute_into(out, ctx); })
+        return !check_numerics_enabled() || all_finite(dtype_v<T>, out, element_count<Ev::rank>(ev.extents));
+      else
+        return finite || !check_numerics_enabled();
+    }
+  }
   if constexpr (requires { ev.compute_into(out, ctx); }) {
     ev.compute_into(out, ctx);
     return !check_numerics_enabled() || all_finite(dtype_v<T>, out, element_count<Ev::rank>(ev.extents));

@@ -99,12 +99,36 @@ template <class Node, class Ctx>
 // loop's code, and its evaluator object, grow with the tree.
 inline constexpr std::size_t fusion_limit = 48;
 
+// 1 where A is an elementwise value of reductions and scalar literals alone, with a reduction among
+// them; 0 where it has no reduction but is still of that form (a literal); -1 otherwise.
+template <class A>
+constexpr int of_reductions_only() {
+  if constexpr (A::kind == node_kind::reduction) {
+    return 1;
+  } else if constexpr (A::kind == node_kind::literal) {
+    return 0;
+  } else if constexpr (A::kind == node_kind::elementwise && !requires { A::op_type::materialises; }) {
+    return []<class... O>(std::type_identity<std::tuple<O...>>) {
+      int found = 0;
+      bool other = false;
+      ((of_reductions_only<O>() < 0 ? (void)(other = true) : (void)(found = std::max(found, of_reductions_only<O>()))), ...);
+      return other ? -1 : found;
+    }(std::type_identity<operands_of<A>>{});
+  } else {
+    return -1;
+  }
+}
+
 template <expression A, class Ctx>
 auto make_operand_evaluator(const A& a, Ctx& ctx) {
-  if constexpr (A::kind == node_kind::elementwise && tree_size_up_to<A, fusion_limit + 1>() > fusion_limit)
+  if constexpr (A::kind == node_kind::elementwise && tree_size_up_to<A, fusion_limit + 1>() > fusion_limit) {
     return evaluate_once(a, a, ctx);
-  else
+  } else if constexpr (A::kind == node_kind::elementwise && of_reductions_only<A>() == 1) {
+    auto inner = make_evaluator(a, ctx);
+    return small_map_eval<A, decltype(inner)>(std::move(inner), a);
+  } else {
     return make_evaluator(a, ctx);
+  }
 }
 
 namespace detail {

@@ -164,6 +164,7 @@ struct elementwise_eval {
 template <class Node, class Inner>
 struct reused_eval : Inner {
   using T = typename Inner::value_type;
+  using inner_type = Inner;
   struct slot {
     std::size_t packet_at = std::size_t(-1), scalar_at = std::size_t(-1);
     std::conditional_t<Inner::vectorizable, simd::packet_t<T>, T> packet{};
@@ -173,13 +174,31 @@ struct reused_eval : Inner {
     thread_local slot s;
     return s;
   }
+  // Where a pass runs in row blocks (row_blocks.hpp), the value is computed once per block into
+  // memory and read from there by every user in the block, reductions included.
+  leaf_eval<T> stored;
+
   explicit reused_eval(Inner inner) : Inner(std::move(inner)) {}
+  void bind_frame(const frame& f) {
+    if (stored.data) stored.bind_frame(f);
+    else Inner::bind_frame(f);
+  }
+  template <class F>
+  void visit_strides(F&& f) {
+    if (stored.data) stored.visit_strides(f);
+    else Inner::visit_strides(f);
+  }
   SYMFLOW_INLINE void set_row(const frame& f, const row_cursor& c) {
+    if (stored.data) {
+      stored.set_row(f, c);
+      return;
+    }
     Inner::set_row(f, c);
     slot& s = cache();
     s.packet_at = s.scalar_at = std::size_t(-1);
   }
   SYMFLOW_INLINE T scalar(std::size_t j) const {
+    if (stored.data) return stored.scalar(j);
     slot& s = cache();
     if (s.scalar_at != j) {
       s.scalar = Inner::scalar(j);
@@ -189,6 +208,7 @@ struct reused_eval : Inner {
   }
   template <class P>
   SYMFLOW_INLINE P packet(std::size_t j) const {
+    if (stored.data) return stored.template packet<P>(j);
     slot& s = cache();
     if (s.packet_at != j) {
       s.packet = Inner::template packet<P>(j);
@@ -300,6 +320,7 @@ struct materialised_base {
 template <class Node, class C>
 struct reduction_eval : materialised_base<typename Node::value_type, Node::rank> {
   using T = typename Node::value_type;
+  using reduced_node = Node;
   using Op = typename Node::op_type;
   C operand;
   const Node* node;
@@ -329,6 +350,24 @@ struct reduction_eval : materialised_base<typename Node::value_type, Node::rank>
   template <class Ctx>
   void prepare(Ctx& ctx) {
     this->prepare_shared(*node, ctx, [&](T* out) { compute_into(out, ctx); });
+  }
+};
+
+// An elementwise value of reductions and scalars alone (the log of a sum, rsqrt of a variance plus
+// epsilon): computed once per reduced element into memory, where fusing it into its user would
+// compute it once per element of the user (a log per element of every row in log_softmax).
+template <class Node, class Inner>
+struct small_map_eval : materialised_base<typename Node::value_type, Node::rank> {
+  using T = typename Node::value_type;
+  Inner inner;
+  const Node* node;
+  small_map_eval(Inner i, const Node& n) : inner(std::move(i)), node(&n) { this->extents = inner.extents; }
+  template <class Ctx>
+  void prepare(Ctx& ctx) {
+    this->prepare_shared(*node, ctx, [&](T* out) {
+      inner.prepare(ctx);
+      run_map<T, Inner, false>(inner, frame::of<Node::rank>(inner.extents), out);
+    });
   }
 };
 

@@ -3,7 +3,7 @@
 
 #include "../../expr/accumulation.hpp"
 #include "../../ops/add.hpp"
-#include "node_evaluators.hpp"
+#include "materialised_evaluators.hpp"
 
 namespace symflow::cpu {
 

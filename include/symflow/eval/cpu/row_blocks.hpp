@@ -21,7 +21,7 @@
 #include "../../core/aligned_buffer.hpp"
 #include "../../core/parallel.hpp"
 #include "context.hpp"
-#include "node_evaluators.hpp"
+#include "materialised_evaluators.hpp"
 
 namespace symflow::cpu::row_blocks {
 

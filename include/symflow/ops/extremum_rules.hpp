@@ -1,10 +1,12 @@
 #pragma once
-// The derivative rules max and min reductions share (ops/max.hpp, ops/min.hpp).
+// The derivative rules and the quick row combine that max and min reductions share (ops/max.hpp,
+// ops/min.hpp).
 #include "../expr/leaves.hpp"
 #include "../expr/reduction.hpp"
 #include "equal.hpp"
 #include "sum.hpp"
 #include "where.hpp"
+#include "packet_math.hpp"
 
 namespace symflow::ops {
 
@@ -27,5 +29,32 @@ auto extremum_tangent(const TX& tx, const Y& y, const X& x, const Over& over) {
   const auto at_extremum = equal(x, y);
   return where(at_extremum, tx, zero<T>{}) / over(sum_op{}, where(at_extremum, one<T>{}, zero<T>{}));
 }
+
+// A quicker combine for the bulk of a row (the CPU evaluator's row reductions,
+// eval/cpu/fused_loop.hpp): the plain vector maximum (or minimum), whose NaN and signed-zero
+// results are unspecified. exact_lanes marks the lanes where it agrees with the op's packet_combine
+// for sure (not NaN); a part with another lane, or whose result is zero (+0 or -0), is combined
+// again with packet_combine, so results stay the same bits. Ops name it as `using unchecked`.
+template <bool Largest>
+struct unchecked_extremum {
+  template <class P>
+  static P combine(const P& a, const P& b) {
+    if constexpr (Largest) return simd::pm::pmax(a, b);
+    else return simd::pm::pmin(a, b);
+  }
+  template <class P>
+  static auto reduce(const P& p) {
+    if constexpr (Largest) return simd::pm::predux_max(p);
+    else return simd::pm::predux_min(p);
+  }
+  template <class P>
+  static P exact_lanes(const P& x) {
+    return simd::pm::pcmp_eq(x, x);
+  }
+  template <class T>
+  static bool result_exact(T part) {
+    return part != T(0);
+  }
+};
 
 }  // namespace symflow::ops

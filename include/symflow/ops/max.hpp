@@ -57,26 +57,8 @@ struct max_op {
     // Lane by lane with combine: Eigen's predux_max leaves NaN and the sign of zero unspecified.
     return simd::fold_lanes(p, [](auto a, auto b) { return combine(a, b); });
   }
-  // A quicker combine for the bulk of a row (the CPU evaluator's row reductions): the plain vector
-  // maximum, whose NaN and signed-zero results are unspecified. `exact_lanes` marks the lanes
-  // where it agrees with packet_combine for sure (not NaN); a part with another lane, or whose
-  // result is zero (+0 or -0), is combined again with packet_combine: results stay bit for bit.
-  template <class P>
-  static P packet_combine_unchecked(const P& a, const P& b) {
-    return simd::pm::pmax(a, b);
-  }
-  template <class P>
-  static auto packet_reduce_unchecked(const P& p) {
-    return simd::pm::predux_max(p);
-  }
-  template <class P>
-  static P exact_lanes(const P& x) {
-    return simd::pm::pcmp_eq(x, x);
-  }
-  template <class T>
-  static bool unchecked_result_exact(T part) {
-    return part != T(0);
-  }
+  // The row loop's quick combine (plain vector max, NaN and zero results redone exactly).
+  using unchecked = unchecked_extremum<true>;
   // Derivative rules: ties share the adjoint evenly (ops/extremum_rules.hpp).
   template <class G, class Y, class X, class Count, class Over>
   static auto gradient(const G& g, const Y& y, const X& x, const Count&, const Over& over) {

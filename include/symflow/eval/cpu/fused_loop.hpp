@@ -184,23 +184,20 @@ SYMFLOW_INLINE T reduce_row(const E& e, std::size_t j, std::size_t stop) {
                                     [](const P& p) { return Op::packet_reduce(p); });
         };
         // Ops whose packet combine has a quicker form that is exact on most inputs (max and min:
-        // see ops/max.hpp) try it first.
-        if constexpr (requires(const P& p) {
-                        Op::packet_combine_unchecked(p, p);
-                        Op::packet_reduce_unchecked(p);
-                        Op::exact_lanes(p);
-                      }) {
+        // ops/extremum_rules.hpp) try it first.
+        if constexpr (requires { typename Op::unchecked; }) {
+          using quick = typename Op::unchecked;
           P exact_so_far = pm::ptrue(identity);
           part = combine_packets<T>(
               e, j, end, identity,
               [&](const P& a, const P& b) {
-                exact_so_far = pm::pand(exact_so_far, Op::exact_lanes(b));
-                return Op::packet_combine_unchecked(a, b);
+                exact_so_far = pm::pand(exact_so_far, quick::exact_lanes(b));
+                return quick::combine(a, b);
               },
-              [](const P& p) { return Op::packet_reduce_unchecked(p); });
+              [](const P& p) { return quick::reduce(p); });
           // exact_so_far also saw the accumulators combined with each other: identities and
           // values of `e`, so it flags exactly the operand lanes.
-          if (pm::predux_any(pm::pandnot(pm::ptrue(exact_so_far), exact_so_far)) || !Op::unchecked_result_exact(part))
+          if (pm::predux_any(pm::pandnot(pm::ptrue(exact_so_far), exact_so_far)) || !quick::result_exact(part))
             part = exact();
         } else {
           part = exact();

@@ -18,22 +18,18 @@ namespace cpu {
 // infinities (checked inside the fused pass, or by a scan of what other paths wrote).
 template <class Ev, class Ctx, class T>
 bool compute(Ev& ev, Ctx& ctx, T* out) {
-  if constexpr (row_blocks::worth_trying<Ev>) {
-    bool finite = true;
-    if (row_blocks::compute(ev, ctx, out, finite)) {
-      if constexpr (requires { ev.compute_into(out, ctx); })
-        return !check_numerics_enabled() || all_finite(dtype_v<T>, out, element_count<Ev::rank>(ev.extents));
-      else
-        return finite || !check_numerics_enabled();
-    }
-  }
+  bool finite = true;  // what a fused pass saw; other paths' outputs are scanned
+  bool done = false;
+  if constexpr (row_blocks::worth_trying<Ev>) done = row_blocks::compute(ev, ctx, out, finite);
   if constexpr (requires { ev.compute_into(out, ctx); }) {
-    ev.compute_into(out, ctx);
+    if (!done) ev.compute_into(out, ctx);
     return !check_numerics_enabled() || all_finite(dtype_v<T>, out, element_count<Ev::rank>(ev.extents));
   } else {
-    ev.prepare(ctx);
-    const bool finite = run_map<T>(ev, frame::of<Ev::rank>(ev.extents), out);
-    ++counters().fused_passes;
+    if (!done) {
+      ev.prepare(ctx);
+      finite = run_map<T>(ev, frame::of<Ev::rank>(ev.extents), out);
+      ++counters().fused_passes;
+    }
     return finite || !check_numerics_enabled();
   }
 }

@@ -116,12 +116,15 @@ struct row_footprint {
     bytes += n;
   }
 };
+// Bytes of one index of axis `a` of a value with these extents.
+inline std::size_t bytes_per_row(const std::size_t* extents, std::size_t rank, std::size_t a, std::size_t element) {
+  for (std::size_t i = 0; i < rank; ++i) element *= i == a ? 1 : extents[i];
+  return element;
+}
 template <class T>
 void add_leaf(const leaf_eval<T>& l, std::size_t a, std::size_t full, row_footprint& fp) {
   if (a == none || l.extents[a] != full) return;
-  std::size_t n = sizeof(T);
-  for (std::size_t i = 0; i < l.rank; ++i) n *= i == a ? 1 : l.extents[i];
-  fp.add(l.data, n);
+  fp.add(l.data, bytes_per_row(l.extents.data(), l.rank, a, sizeof(T)));
 }
 template <class E>
 void count_bytes(E& e, std::size_t a, std::size_t full, row_footprint& fp) {
@@ -134,9 +137,7 @@ void count_bytes(E& e, std::size_t a, std::size_t full, row_footprint& fp) {
     } else if (a != none && e.extents[a] == full) {
       // A kernel or view: its result is computed whole, then read in blocks. Its extents stand in
       // for the result's, which is not there yet.
-      std::size_t n = sizeof(typename E::value_type);
-      for (std::size_t i = 0; i < E::rank; ++i) n *= i == a ? 1 : e.extents[i];
-      fp.add(nullptr, n);
+      fp.add(nullptr, bytes_per_row(e.extents.data(), E::rank, a, sizeof(typename E::value_type)));
     }
   } else if constexpr (requires { e.as_leaf(); }) {
     add_leaf(e.as_leaf(), a, full, fp);

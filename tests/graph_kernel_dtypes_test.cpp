@@ -117,7 +117,8 @@ struct refused_case {
 
 std::vector<refused_case> refused_cases() {
   const std::vector<graph_attribute> conv{{"stride", std::int64_t(1)}, {"same_padding", false}};
-  const std::vector<graph_attribute> pool{{"window", std::int64_t(2)}, {"stride", std::int64_t(2)}};
+  const std::vector<graph_attribute> pool{{"window", std::vector<std::int64_t>{2, 2}},
+                                          {"stride", std::vector<std::int64_t>{2, 2}}};
   return {
       {"matmul", {{f32, {2, 3}}, {f32, {3, 1}}}, {}, 1, f64, "(f32, f64)"},
       {"matmul", {{f64, {2, 3}}, {f64, {3, 1}}}, {}, 0, f32, "(f32, f64)"},

@@ -58,6 +58,7 @@ inline std::string graph_string(const graph& g, std::uint32_t id) {
     attrs = "axis=" + std::to_string(std::get<std::int64_t>(*n.attribute("axis"))) +
             ", begin=" + std::to_string(std::get<std::int64_t>(*n.attribute("begin"))) +
             ", end=" + std::to_string(std::get<std::int64_t>(*n.attribute("end")));
+    if (const std::int64_t step = std::get<std::int64_t>(*n.attribute("step")); step != 1) attrs += ", step=" + std::to_string(step);
   }
   if (!attrs.empty()) out += ", " + attrs;
   return out + ")";

@@ -282,7 +282,7 @@ std::string attribute_list(const op_schema& s) {
   std::string out;
   for (const auto& a : s.attributes) {
     if (!out.empty()) out += ", ";
-    out.append("`").append(a.key).append("` (").append(attribute_kind_name(a.kind)).append(")");
+    out.append("`").append(a.key).append("` (").append(attribute_kind_name(a.kind)).append(a.optional ? ", optional" : "").append(")");
   }
   return out;
 }

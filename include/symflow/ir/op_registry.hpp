@@ -36,6 +36,9 @@ constexpr std::string_view attribute_kind_name(attribute_kind k) {
 struct attribute_spec {
   std::string_view key;
   attribute_kind kind;
+  // A graph file may omit it (files written before the attribute existed); the op's runtime form
+  // then reads its default. Ops list such keys in `optional_attributes`.
+  bool optional = false;
 };
 
 inline constexpr std::size_t unbounded_inputs = static_cast<std::size_t>(-1);
@@ -136,6 +139,9 @@ std::vector<attribute_spec> attribute_schema_of() {
   std::vector<attribute_spec> out;
   if constexpr (requires(Op op) { op.visit_attributes(attribute_schema_recorder{&out}); })
     Op{}.visit_attributes(attribute_schema_recorder{&out});
+  if constexpr (requires { Op::optional_attributes; })
+    for (attribute_spec& spec : out)
+      for (std::string_view key : Op::optional_attributes) spec.optional = spec.optional || spec.key == key;
   return out;
 }
 

@@ -146,7 +146,7 @@ inline void validate(const graph& g, std::string_view context = "graph") {
         graph_fail(context, who + ": attribute '" + detail::excerpt(attr.key) + "' must be " + std::string(attribute_kind_name(spec->kind)));
     }
     for (const auto& s : schema->attributes)
-      if (!n.attribute(s.key)) graph_fail(context, who + ": missing attribute '" + std::string(s.key) + "'");
+      if (!s.optional && !n.attribute(s.key)) graph_fail(context, who + ": missing attribute '" + std::string(s.key) + "'");
     detail::checked_element_count(context, who, n.type.shape, true);
     if (schema->kind == node_kind::literal) {
       if (!n.type.shape.empty()) graph_fail(context, who + ": a literal is a scalar, not " + graph_type_string(n.type));

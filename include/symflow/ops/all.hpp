@@ -4,6 +4,7 @@
 #include "activations.hpp"
 #include "attention.hpp"
 #include "conv1d.hpp"
+#include "pool1d.hpp"
 #include "losses.hpp"
 #include "normalization.hpp"
 #include "shape_composites.hpp"

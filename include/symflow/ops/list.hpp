@@ -30,6 +30,7 @@
 #include "exp.hpp"
 #include "expand_as.hpp"
 #include "expand_dims.hpp"
+#include "flip.hpp"
 #include "floor.hpp"
 #include "gather.hpp"
 #include "gather_elements.hpp"

@@ -1,6 +1,9 @@
 #ifndef SYMFLOW_OPS_SLICE_HPP
 #define SYMFLOW_OPS_SLICE_HPP
+#include <array>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 #include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
@@ -13,32 +16,68 @@ namespace ops {
 template <std::size_t Axis>
 struct scatter_op;  // slice's adjoint (scatter.hpp)
 
+// The index rules slice and its adjoint scatter share.
+namespace slice_detail {
+constexpr std::size_t count(std::size_t begin, std::size_t end, std::size_t step) {
+  return begin >= end ? 0 : (end - begin - 1) / step + 1;
+}
+inline void check(const std::string& who, std::size_t axis, std::size_t begin, std::size_t end, std::size_t step,
+                  const std::size_t* extents, std::size_t rank) {
+  if (step == 0)
+    throw shape_error(who + ": a slice's step must be at least 1 (along axis " + std::to_string(axis) + ")");
+  if (begin > end || axis >= rank || end > extents[axis])
+    throw shape_error(who + ": [" + std::to_string(begin) + ", " + std::to_string(end) + ") along axis " +
+                      std::to_string(axis) + " is outside an operand of shape " +
+                      format_extents(std::vector<std::size_t>(extents, extents + rank)));
+}
+struct range {
+  std::size_t begin, end, step;
+};
+// begin, end and step of a graph node, checked against the extents of the sliced operand; "step" is
+// 1 when the node has none (files written before steps existed).
+template <class Attrs>
+range runtime_range(const std::string& who, const Attrs& a, std::size_t axis, const runtime_extents& extents) {
+  const std::int64_t b = a.integer("begin"), e = a.integer("end"), s = a.has("step") ? a.integer("step") : 1;
+  if (b < 0 || e < 0 || s < 1)
+    throw shape_error(who + ": begin " + std::to_string(b) + ", end " + std::to_string(e) + ", step " +
+                      std::to_string(s) + ": begin and end must be >= 0 and step >= 1");
+  check(who, axis, std::size_t(b), std::size_t(e), std::size_t(s), extents.data(), extents.size());
+  return {std::size_t(b), std::size_t(e), std::size_t(s)};
+}
+}  // namespace slice_detail
+
 // Indices [begin, end) along one axis (rows of a dataset for axis 0): an offset into the operand.
 template <std::size_t Axis>
 struct slice_op {
   static constexpr std::string_view name = "slice";
   static constexpr std::string_view doc =
-      "slice(x), attributes axis, begin and end: indices [begin, end) of one axis and all of the "
-      "others; 0 <= begin <= end <= the axis's extent (a shape error otherwise; begin == end gives an "
-      "empty result). A view (an offset into the operand): nothing is copied and values keep their "
-      "bits; any dtype. In C++ slice(x, begin, end) cuts axis 0 and narrow<Axis>(x, begin, end) any "
-      "axis. Gradient: scatter, g placed at [begin, end) in zeros of the operand's shape. Example: "
-      "slice with axis 0, begin 1, end 3 of x = [10, 20, 30, 40] is [20, 30].";
+      "slice(x), attributes axis, begin, end and step (>= 1, default 1): indices begin, begin + step, "
+      "... below end of one axis, and all of the others; 0 <= begin <= end <= the axis's extent and "
+      "step >= 1 (a shape error otherwise; begin == end gives an empty result). The result's extent "
+      "along axis is ceil((end - begin) / step). A view (an offset and a stride into the operand): "
+      "nothing is copied and values keep their bits; any dtype. In C++ slice(x, begin, end, step) cuts "
+      "axis 0 and narrow<Axis>(x, begin, end, step) any axis (negative: from the last); flip<Axis>(x) "
+      "reverses one, so a negative step is a flip then a slice. Gradient: scatter with the same "
+      "attributes, g placed at those indices in zeros of the operand's shape. Example: slice with axis "
+      "0, begin 1, end 4, step 2 of x = [10, 20, 30, 40, 50] is [20, 40].";
   // The law tests' instance of this op (ops/law_example.hpp).
   struct law_example {
     using operands = std::tuple<law::floating<shape<dyn, 37>>>;
     template <class T>
-    static auto of(const auto& x0) { return narrow<1>(x0, 4, 30); }
+    static auto of(const auto& x0) { return narrow<1>(x0, 4, 30, 3); }
   };
   static constexpr bool contiguous_operand = false;
-  std::size_t begin = 0, end = 0;
+  std::size_t begin = 0, end = 0, step = 1;
   bool operator==(const slice_op&) const = default;
+  // Graph files written before steps existed have no "step": it is 1 there.
+  static constexpr std::array<std::string_view, 1> optional_attributes{"step"};
   // Attributes for the graph value (graph/): visited in this order, under these keys.
   template <class V>
   void visit_attributes(V&& v) const {
     v("axis", Axis);
     v("begin", begin);
     v("end", end);
+    v("step", step);
   }
 
   template <class S>
@@ -52,37 +91,35 @@ struct slice_op {
 
   template <std::size_t R>
   extents_t<R> infer_extents(const auto& who, const extents_t<R>& in) const {
-    if (begin > end || end > in[Axis])
-      throw shape_error(who + ": [" + std::to_string(begin) + ", " + std::to_string(end) + ") along axis " +
-                        std::to_string(Axis) + " is outside an operand of shape " + format_extents(in));
+    slice_detail::check(who, Axis, begin, end, step, in.data(), R);
     extents_t<R> out = in;
-    out[Axis] = end - begin;
+    out[Axis] = slice_detail::count(begin, end, step);
     return out;
   }
   template <std::size_t R>
   layout<R> apply(const layout<R>& in) const {
     layout<R> out = in;
-    out.extents[Axis] = end - begin;
+    out.extents[Axis] = slice_detail::count(begin, end, step);
     out.offset = in.offset + begin * in.strides[Axis];
+    out.strides[Axis] = in.strides[Axis] * step;
     return out;
   }
   // Runtime form (graph interpreter and builder): the axis is a value.
   template <class Attrs>
   static runtime_layout runtime_view(const Attrs& a, runtime_layout in, const std::string& who) {
     const std::size_t axis = runtime_axis(who, a.integer("axis"), in.extents.size());
-    const std::int64_t b = a.integer("begin"), e = a.integer("end");
-    if (b < 0 || b > e || std::size_t(e) > in.extents[axis])
-      throw shape_error(who + ": [" + std::to_string(b) + ", " + std::to_string(e) + ") along axis " +
-                        std::to_string(axis) + " is outside an operand of shape " + format_extents(in.extents));
-    in.offset += std::size_t(b) * in.strides[axis];
-    in.extents[axis] = std::size_t(e - b);
+    const auto [b, e, s] = slice_detail::runtime_range(who, a, axis, in.extents);
+    in.offset += b * in.strides[axis];
+    in.strides[axis] *= s;
+    in.extents[axis] = slice_detail::count(b, e, s);
     return in;
   }
   std::string attributes() const {
-    return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end);
+    return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end) +
+           (step == 1 ? "" : ", step=" + std::to_string(step));
   }
   // The attributes held as members, for an op of the same family (expr/derivative_rule.hpp).
-  constexpr auto members() const { return std::tuple{begin, end}; }
+  constexpr auto members() const { return std::tuple{begin, end, step}; }
   // Derivative rule (expr/derivative_rule.hpp): the adjoint scattered into zeros shaped like x.
   static auto derivative(const auto& self, const auto& g, const auto&, const auto& x) {
     return tuple_of(apply_kernel(sibling<scatter_op>(self), g, x));
@@ -90,25 +127,25 @@ struct slice_op {
 };
 }  // namespace ops
 
-// Rows [begin, end) of axis 0.
+// Rows [begin, end) of axis 0, every step-th from begin.
 template <expression X>
-auto slice(const X& x, std::size_t begin, std::size_t end,
+auto slice(const X& x, std::size_t begin, std::size_t end, std::size_t step = 1,
            source_site where = source_site::current()) {
-  return make_view(ops::slice_op<0>{begin, end}, where, x);
+  return make_view(ops::slice_op<0>{begin, end, step}, where, x);
 }
 // Indices [begin, end) of an axis given as a rule's attribute value (expr/derivative_rule.hpp).
 template <expression X, auto Axis>
-auto slice(const X& x, fixed<Axis>, std::size_t begin, std::size_t end) {
-  return make_view(ops::slice_op<std::size_t(Axis)>{begin, end}, source_site{}, x);
+auto slice(const X& x, fixed<Axis>, std::size_t begin, std::size_t end, std::size_t step = 1) {
+  return make_view(ops::slice_op<std::size_t(Axis)>{begin, end, step}, source_site{}, x);
 }
-// Indices [begin, end) of any axis (negative: from the last).
+// Indices begin, begin + step, ... below end of any axis (negative: from the last).
 template <int Axis, expression X>
-auto narrow(const X& x, std::size_t begin, std::size_t end,
+auto narrow(const X& x, std::size_t begin, std::size_t end, std::size_t step = 1,
             source_site where = source_site::current()) {
   constexpr int rank = int(shape_of<X>::rank);
   static_assert(Axis >= -rank && Axis < rank, "symflow: narrow: the axis is outside the operand's rank");
   if constexpr (Axis >= -rank && Axis < rank)
-    return make_view(ops::slice_op<std::size_t(Axis < 0 ? Axis + rank : Axis)>{begin, end}, where, x);
+    return make_view(ops::slice_op<std::size_t(Axis < 0 ? Axis + rank : Axis)>{begin, end, step}, where, x);
 }
 }  // namespace symflow
 #endif  // SYMFLOW_OPS_SLICE_HPP

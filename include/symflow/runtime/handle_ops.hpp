@@ -1,6 +1,6 @@
 #pragma once
 // The graph-handle forms of the ops whose attributes are template arguments on expression types and
-// values here: cast(h, dtype), transpose(h, perm), reshape, slice, concat, gather, argmax, cumsum,
+// values here: cast(h, dtype), transpose(h, perm), reshape, slice, flip, concat, gather, argmax, cumsum,
 // pad, one_hot, and the softmax family with a run-time axis. Included at the end of builder.hpp,
 // which they need complete.
 #include <cstdint>
@@ -43,9 +43,14 @@ inline graph_handle reshape(const graph_handle& x, std::vector<std::int64_t> tar
   return x.builder->apply(ops::reshape_op<symflow::shape<1>>::name, {x}, {{"shape", std::move(target)}});
 }
 // Axes may be negative, counted from the last; the graph stores them from the first.
-inline graph_handle slice(const graph_handle& x, std::int64_t axis, std::int64_t begin, std::int64_t end) {
+inline graph_handle slice(const graph_handle& x, std::int64_t axis, std::int64_t begin, std::int64_t end,
+                          std::int64_t step = 1) {
   axis = handle_detail::from_first(axis, x.rank());
-  return x.builder->apply(ops::slice_op<0>::name, {x}, {{"axis", axis}, {"begin", begin}, {"end", end}});
+  return x.builder->apply(ops::slice_op<0>::name, {x}, {{"axis", axis}, {"begin", begin}, {"end", end}, {"step", step}});
+}
+// x reversed along `axis` (ops/flip.hpp).
+inline graph_handle flip(const graph_handle& x, std::int64_t axis) {
+  return x.builder->apply(ops::flip_op<0>::name, {x}, {{"axis", handle_detail::from_first(axis, x.rank())}});
 }
 inline graph_handle concat(const std::vector<graph_handle>& parts, std::int64_t axis) {
   axis = handle_detail::from_first(axis, parts.at(0).rank());

@@ -1,0 +1,236 @@
+#ifndef SYMFLOW_OPS_POOL2D_GEOMETRY_HPP
+#define SYMFLOW_OPS_POOL2D_GEOMETRY_HPP
+// What max and average pooling (pool2d.hpp) share: the geometry of a pooling over NHWC [N,H,W,C]
+// (window, stride, padding before and after each axis, floor or ceil rounding), its checks, the
+// CPU kernels of both directions and the reading of the graph form's attributes. It defines no op.
+//
+// Extents are PyTorch's and ONNX's: OH = floor((H + pad_top + pad_bottom - KH) / SH) + 1, or with
+// ceil_mode the ceiling, less one when that last window would start in the padding after the input
+// (torch.nn.MaxPool2d; ONNX MaxPool/AveragePool from opset 19 say the same). Padding is never read:
+// max-pooling takes the maximum of the window's elements inside the input, average pooling divides
+// their sum by their count, or with count_include_pad by the count of window positions inside the
+// padded input (PyTorch's count_include_pad=True; ONNX's count_include_pad=1). Each pad must be
+// smaller than the window, so every window holds at least one input element.
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../core/tensor.hpp"
+#include "../expr/runtime_forms.hpp"
+#include "conv2d_geometry.hpp"
+
+namespace symflow {
+
+// Options of a pooling, combined with |: ceil_mode rounds the output extent up (see above);
+// count_include_pad makes average pooling divide by the window's positions inside the padded input.
+enum class pool_options : unsigned { none = 0, ceil_mode = 1, count_include_pad = 2 };
+constexpr pool_options operator|(pool_options a, pool_options b) { return pool_options(unsigned(a) | unsigned(b)); }
+constexpr bool has_option(pool_options set, pool_options o) { return (unsigned(set) & unsigned(o)) != 0; }
+
+namespace ops::pool_detail {
+
+// One spatial axis of a pooling.
+struct axis_geometry {
+  std::size_t in = 0, window = 1, stride = 1, before = 0, after = 0, out = 0;
+  // The window of output index o covers [begin, end) of the padded axis, counted from the input's
+  // first element (begin may be negative); its input elements are [first, last).
+  std::ptrdiff_t begin(std::size_t o) const { return std::ptrdiff_t(o * stride) - std::ptrdiff_t(before); }
+  std::size_t first(std::size_t o) const { return std::size_t(std::max<std::ptrdiff_t>(begin(o), 0)); }
+  std::size_t last(std::size_t o) const { return std::min<std::size_t>(std::size_t(begin(o) + std::ptrdiff_t(window)), in); }
+  // Positions of the window inside the padded axis [-before, in + after).
+  std::size_t padded_count(std::size_t o) const {
+    const std::ptrdiff_t end = std::min(begin(o) + std::ptrdiff_t(window), std::ptrdiff_t(in + after));
+    return std::size_t(end - begin(o));
+  }
+};
+
+// The output extent, or 0 where the geometry is refused (checked_axis says why).
+constexpr std::size_t output_extent(std::size_t in, std::size_t window, std::size_t stride, std::size_t before,
+                                    std::size_t after, bool ceil_mode) {
+  if (window == 0 || stride == 0 || before >= window || after >= window || in + before + after < window) return 0;
+  const std::size_t span = in + before + after - window;
+  std::size_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + before) --out;
+  return out;
+}
+constexpr std::size_t static_output_extent(std::size_t in, std::size_t window, std::size_t stride, std::size_t before,
+                                           std::size_t after, bool ceil_mode) {
+  return in == dyn ? dyn : output_extent(in, window, stride, before, after, ceil_mode);
+}
+
+struct geometry {
+  std::size_t batch = 0, channels = 0;
+  axis_geometry h, w;
+  bool count_include_pad = false;
+  std::array<std::size_t, 4> output_extents() const { return {batch, h.out, w.out, channels}; }
+  std::size_t input_size() const { return batch * h.in * w.in * channels; }
+};
+
+// The attributes of one pooling: window, stride, pads (top, left, bottom, right) and options.
+struct settings {
+  std::array<std::size_t, 2> window{1, 1}, stride{1, 1};
+  std::array<std::size_t, 4> pads{0, 0, 0, 0};
+  bool ceil_mode = false, count_include_pad = false;
+  std::string describe() const {
+    auto pair = [](const auto& v, std::size_t a, std::size_t b) {
+      return "[" + std::to_string(v[a]) + ", " + std::to_string(v[b]) + "]";
+    };
+    return "window " + pair(window, 0, 1) + ", stride " + pair(stride, 0, 1) + ", pads [" + std::to_string(pads[0]) + ", " +
+           std::to_string(pads[1]) + ", " + std::to_string(pads[2]) + ", " + std::to_string(pads[3]) + "]" +
+           (ceil_mode ? ", ceil_mode" : "");
+  }
+};
+
+template <class Who, class X>
+geometry checked_geometry(const Who& who, std::string_view op, const X& x, const settings& s) {
+  auto fail = [&](const std::string& why) {
+    throw shape_error(std::string(who) + ": " + std::string(op) + " of " + format_extents(x) + " (NHWC) with " +
+                      s.describe() + ": " + why);
+  };
+  if (x.size() != 4) fail("the input must have rank 4");
+  geometry g{x[0], x[3], {}, {}, s.count_include_pad};
+  for (std::size_t a = 0; a < 2; ++a) {
+    axis_geometry& ax = a == 0 ? g.h : g.w;
+    ax = {x[1 + a], s.window[a], s.stride[a], s.pads[a], s.pads[2 + a], 0};
+    if (ax.window == 0 || ax.stride == 0) fail("window and stride must be at least 1");
+    if (ax.before >= ax.window || ax.after >= ax.window) fail("each pad must be smaller than the window");
+    if (ax.in + ax.before + ax.after < ax.window) fail("the window must fit in the padded input");
+    ax.out = output_extent(ax.in, ax.window, ax.stride, ax.before, ax.after, s.ceil_mode);
+  }
+  return g;
+}
+
+// Calls f(first input offset of the window's input elements, rows, columns, output offset) for
+// each output pixel of image n; channel c of the window's element (r, q) is at that offset +
+// (r * in_w + q) * C + c.
+template <class F>
+void for_each_window(const geometry& g, std::size_t n, F&& f) {
+  const std::size_t C = g.channels;
+  for (std::size_t oh = 0; oh < g.h.out; ++oh) {
+    const std::size_t r0 = g.h.first(oh), rows = g.h.last(oh) - r0;
+    for (std::size_t ow = 0; ow < g.w.out; ++ow) {
+      const std::size_t c0 = g.w.first(ow), cols = g.w.last(ow) - c0;
+      f(((n * g.h.in + r0) * g.w.in + c0) * C, rows, cols, ((n * g.h.out + oh) * g.w.out + ow) * C, oh, ow);
+    }
+  }
+}
+inline std::size_t work_per_image(const geometry& g) {
+  return g.h.out * g.w.out * g.channels * g.h.window * g.w.window;
+}
+
+// Each window is scanned row by row; an element replaces the running maximum only when strictly
+// greater, so ties keep the first maximum and a NaN counts only as the window's first element.
+template <class T>
+void max_forward(const geometry& g, const T* x, T* y) {
+  const std::size_t C = g.channels, row = g.w.in * C;
+  conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
+    for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t, std::size_t) {
+      std::copy_n(x + in, C, y + out);
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t q = 0; q < cols; ++q) {
+          const T* v = x + in + r * row + q * C;
+          for (std::size_t c = 0; c < C; ++c)
+            if (v[c] > y[out + c]) y[out + c] = v[c];
+        }
+    });
+  });
+}
+
+// dx[first maximum of each window] += g; windows of one image touch only that image.
+template <class T>
+void max_backward(const geometry& g, const T* dy, const T* x, T* dx) {
+  const std::size_t C = g.channels, row = g.w.in * C;
+  std::fill_n(dx, g.input_size(), T(0));
+  conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
+    // The running maximum next to its position: the scan then reads x contiguously and vectorises.
+    std::vector<T> top(C);
+    std::vector<std::size_t> best(C);
+    for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t, std::size_t) {
+      std::copy_n(x + in, C, top.begin());
+      std::fill(best.begin(), best.end(), in);
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t q = 0; q < cols; ++q) {
+          const std::size_t at = in + r * row + q * C;
+          for (std::size_t c = 0; c < C; ++c)
+            if (x[at + c] > top[c]) top[c] = x[at + c], best[c] = at;
+        }
+      for (std::size_t c = 0; c < C; ++c) dx[best[c] + c] += dy[out + c];
+    });
+  });
+}
+
+// The divisor of output pixel (oh, ow)'s mean.
+inline std::size_t average_count(const geometry& g, std::size_t oh, std::size_t ow, std::size_t rows, std::size_t cols) {
+  return g.count_include_pad ? g.h.padded_count(oh) * g.w.padded_count(ow) : rows * cols;
+}
+
+template <class T>
+void avg_forward(const geometry& g, const T* x, T* y) {
+  const std::size_t C = g.channels, row = g.w.in * C;
+  conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
+    for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t oh, std::size_t ow) {
+      std::fill_n(y + out, C, T(0));
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t q = 0; q < cols; ++q) {
+          const T* v = x + in + r * row + q * C;
+          for (std::size_t c = 0; c < C; ++c) y[out + c] += v[c];
+        }
+      const T count = T(average_count(g, oh, ow, rows, cols));
+      for (std::size_t c = 0; c < C; ++c) y[out + c] /= count;
+    });
+  });
+}
+
+template <class T>
+void avg_backward(const geometry& g, const T* dy, T* dx) {
+  const std::size_t C = g.channels, row = g.w.in * C;
+  std::fill_n(dx, g.input_size(), T(0));
+  conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
+    for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t oh, std::size_t ow) {
+      const T count = T(average_count(g, oh, ow, rows, cols));
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t q = 0; q < cols; ++q) {
+          T* d = dx + in + r * row + q * C;
+          for (std::size_t c = 0; c < C; ++c) d[c] += dy[out + c] / count;
+        }
+    });
+  });
+}
+
+// The settings a graph node's attributes give: window and stride [h, w], pads [top, left, bottom,
+// right] (all 0 when absent), ceil_mode and count_include_pad (false when absent).
+template <class Attrs>
+settings runtime_settings(const Attrs& a, const std::string& who) {
+  settings s;
+  auto read = [&](std::string_view key, auto& into, std::int64_t least) {
+    const std::vector<std::int64_t> v = a.integers(key);
+    if (v.size() != into.size())
+      throw value_error(who + ": attribute '" + std::string(key) + "' must list " + std::to_string(into.size()) +
+                        " integers, not " + std::to_string(v.size()));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      // The bound keeps the geometry's sums far from overflow; no tensor axis is longer.
+      if (v[i] < least || v[i] > (std::int64_t(1) << 40))
+        throw value_error(who + ": attribute '" + std::string(key) + "' holds " + std::to_string(v[i]) + ", outside [" +
+                          std::to_string(least) + ", 2^40]");
+      into[i] = std::size_t(v[i]);
+    }
+  };
+  read("window", s.window, 1);
+  read("stride", s.stride, 1);
+  if (a.has("pads")) read("pads", s.pads, 0);
+  s.ceil_mode = a.has("ceil_mode") && a.boolean("ceil_mode");
+  s.count_include_pad = a.has("count_include_pad") && a.boolean("count_include_pad");
+  return s;
+}
+template <class Attrs>
+geometry runtime_geometry(const Attrs& a, std::string_view op, const runtime_extents& x, const std::string& who) {
+  return checked_geometry(who, op, x, runtime_settings(a, who));
+}
+
+}  // namespace ops::pool_detail
+}  // namespace symflow
+#endif  // SYMFLOW_OPS_POOL2D_GEOMETRY_HPP

@@ -55,8 +55,8 @@ struct slice_op {
       "... below end of one axis, and all of the others; 0 <= begin <= end <= the axis's extent and "
       "step >= 1 (a shape error otherwise; begin == end gives an empty result). The result's extent "
       "along axis is ceil((end - begin) / step). A view (an offset and a stride into the operand): "
-      "nothing is copied and values keep their bits; any dtype. In C++ slice(x, begin, end, step) cuts "
-      "axis 0 and narrow<Axis>(x, begin, end, step) any axis (negative: from the last); flip<Axis>(x) "
+      "nothing is copied and values keep their bits; any dtype. In C++ slice(x, begin, end) cuts axis 0 "
+      "and narrow<Axis>(x, begin, end, step) any axis (negative: from the last); flip<Axis>(x) "
       "reverses one, so a negative step is a flip then a slice. Gradient: scatter with the same "
       "attributes, g placed at those indices in zeros of the operand's shape. Example: slice with axis "
       "0, begin 1, end 4, step 2 of x = [10, 20, 30, 40, 50] is [20, 40].";
@@ -127,11 +127,11 @@ struct slice_op {
 };
 }  // namespace ops
 
-// Rows [begin, end) of axis 0, every step-th from begin.
+// Rows [begin, end) of axis 0. (No step here: slice(h, axis, begin, end) on graph handles names the
+// axis first, so a fourth number would read differently on the two; narrow takes a step.)
 template <expression X>
-auto slice(const X& x, std::size_t begin, std::size_t end, std::size_t step = 1,
-           source_site where = source_site::current()) {
-  return make_view(ops::slice_op<0>{begin, end, step}, where, x);
+auto slice(const X& x, std::size_t begin, std::size_t end, source_site where = source_site::current()) {
+  return make_view(ops::slice_op<0>{begin, end, 1}, where, x);
 }
 // Indices [begin, end) of an axis given as a rule's attribute value (expr/derivative_rule.hpp).
 template <expression X, auto Axis>

@@ -59,6 +59,9 @@ inline std::string graph_string(const graph& g, std::uint32_t id) {
             ", begin=" + std::to_string(std::get<std::int64_t>(*n.attribute("begin"))) +
             ", end=" + std::to_string(std::get<std::int64_t>(*n.attribute("end")));
     if (const std::int64_t step = std::get<std::int64_t>(*n.attribute("step")); step != 1) attrs += ", step=" + std::to_string(step);
+  } else if (n.op == "trilu") {
+    attrs = std::string("upper=") + (std::get<bool>(*n.attribute("upper")) ? "true" : "false") +
+            ", k=" + std::to_string(std::get<std::int64_t>(*n.attribute("k")));
   }
   if (!attrs.empty()) out += ", " + attrs;
   return out + ")";

@@ -20,6 +20,8 @@
 #include "mul.hpp"
 #include "softmax.hpp"
 #include "transpose.hpp"
+#include "trilu.hpp"
+#include "expand_as.hpp"
 #include "where.hpp"
 
 namespace symflow {
@@ -31,7 +33,7 @@ inline constexpr causal_mask_t causal{};
 
 namespace detail::attention {
 template <class Q, class K, class V>
-consteval diag::text shape_message(bool needs_lengths) {
+consteval diag::text shape_message() {
   using SQ = shape_of<Q>;
   using SK = shape_of<K>;
   using SV = shape_of<V>;
@@ -45,8 +47,7 @@ consteval diag::text shape_message(bool needs_lengths) {
   } else if constexpr (SQ::extents[SQ::rank - 1] == dyn) {
     t << "the last extent of q (d, the scale is 1/sqrt(d)) must be known at compile time";
   } else {
-    if (needs_lengths) t << "a causal mask needs the query and key lengths known at compile time";
-    else t << "the last extents of q and k (d) or the lengths of k and v differ";
+    t << "the last extents of q and k (d) or the lengths of k and v differ";
   }
   return t;
 }
@@ -82,8 +83,8 @@ auto attend(const Q& q, const K& k, const V& v, source_site site) {
   using T = value_type_of<Q>;
   constexpr std::size_t r = SQ::rank;
   constexpr bool lengths_known = SQ::extents[r - 2] != dyn && SK::extents[r - 2] != dyn;
-  if constexpr (!shapes_fit<Q, K, V>() || (Causal && !lengths_known)) {
-    constexpr auto message = shape_message<Q, K, V>(Causal);
+  if constexpr (!shapes_fit<Q, K, V>()) {
+    constexpr auto message = shape_message<Q, K, V>();
     (void)sizeof(compile_error<diag::trim<message.size + 1>(message)>);
     return invalid_operands_result<T, SQ::rank>{};
   } else {
@@ -96,10 +97,16 @@ auto attend(const Q& q, const K& k, const V& v, source_site site) {
           // queries, and by the dtype's lowest finite value rather than -inf: exp gives exactly 0
           // after softmax subtracts the row maximum (each row sees key 0), and check_numerics has
           // no infinity to report.
-          if constexpr (Causal)
+          // The mask is a constant when both lengths are static; otherwise the lower triangle of an
+          // all-true mask shaped like the scores, computed at run time (one byte per score).
+          if constexpr (Causal && lengths_known)
             return matmul(softmax(where(constant(causal_visibility<SQ::extents[r - 2], SK::extents[r - 2]>()), scores,
                                         std::numeric_limits<T>::lowest())),
                           v);
+          else if constexpr (Causal)
+            return matmul(
+                softmax(where(tril(expand_as(as_expression<bool>(true), scores)), scores, std::numeric_limits<T>::lowest())),
+                v);
           else
             return matmul(softmax(scores), v);
         },

@@ -80,4 +80,5 @@
 #include "sum.hpp"
 #include "tanh.hpp"
 #include "transpose.hpp"
+#include "trilu.hpp"
 #include "where.hpp"

@@ -64,6 +64,8 @@ TEST(GraphLowering, EveryOpPrintsBackLikeItsType) {
   expect_graph_prints_like(xe, grad(xe, x), grad(xe, z));
   expect_graph_prints_like(embedding(W, labels), grad(sum(gather<-1>(z, labels)), z));
   expect_graph_prints_like(grad(sum(flip<-1>(narrow<1>(x, 1, 4, 2))), x), grad(sum(tril(x, -2) * triu(x, 1)), x));
+  auto seq = placeholder<"seq", float, shape<dyn, dyn, 4>>();
+  expect_graph_prints_like(grad(sum(square(reshape<shape<dyn, 4>>(seq))), seq));
   auto picks = placeholder<"picks", std::int64_t, shape<dyn, 2>>();
   expect_graph_prints_like(grad(sum(gather_elements<1>(x, picks)), x));
   auto img = placeholder<"img", float, shape<dyn, 6, 6, 2>>();

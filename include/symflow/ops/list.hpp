@@ -62,6 +62,7 @@
 #include "reduced_count.hpp"
 #include "relu.hpp"
 #include "reshape.hpp"
+#include "reshape_as.hpp"
 #include "round.hpp"
 #include "rsqrt.hpp"
 #include "scatter.hpp"

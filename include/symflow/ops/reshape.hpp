@@ -6,6 +6,7 @@
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "law_example.hpp"
+#include "reshape_as.hpp"
 
 namespace symflow {
 namespace ops {
@@ -20,8 +21,8 @@ struct reshape_op {
       "element count must not change (a shape error otherwise). At most one target extent may be "
       "unknown (-1 in a graph, dyn in C++, reshape<shape<dyn, 4>>(x)); it is inferred from the element "
       "count. Values keep their bits; any dtype. flatten(x) is the reshape to [extent 0, product of "
-      "the others]. Gradient: g reshaped back to the operand's shape (which may have at most one "
-      "unknown extent). Example: reshape to [3, -1] of x = [1, 2, 3, 4, 5, 6] is [[1, 2], [3, 4], [5, "
+      "the others]. Gradient: g reshaped back to the operand's shape (a view), or reshape_as(g, x) "
+      "(a copy) when that shape has more than one unknown extent. Example: reshape to [3, -1] of x = [1, 2, 3, 4, 5, 6] is [[1, 2], [3, 4], [5, "
       "6]].";
   // The law tests' instance of this op (ops/law_example.hpp).
   struct law_example {
@@ -97,11 +98,22 @@ struct reshape_op {
     l.offset = in.offset;
     return l;
   }
-  // Derivative rule (expr/derivative_rule.hpp): the adjoint reshaped back to the operand's shape,
-  // which may have at most one unknown extent.
+  // Derivative rule (expr/derivative_rule.hpp): the adjoint reshaped back to the operand's shape:
+  // a view when that shape has at most one unknown extent, else a copy with x's extents taken at
+  // run time (reshape_as).
   static auto derivative(const auto&, const auto& g, const auto&, const auto& x) {
-    return tuple_of(reshape(g, shape_value(x)));
+    return choose(
+        lift(at_most_one_unknown{}, shape_value(x)), [](const auto& g, const auto& x) { return tuple_of(reshape(g, shape_value(x))); },
+        [](const auto& g, const auto& x) { return tuple_of(apply_kernel(reshape_as_op{}, g, x)); }, g, x);
   }
+  struct at_most_one_unknown {
+    template <class List>
+    constexpr bool operator()(const List& extents) const {
+      std::size_t unknown = 0;
+      for (std::size_t i = 0; i < extents.size(); ++i) unknown += extents[i] < 0;
+      return unknown <= 1;
+    }
+  };
   template <std::size_t R>
   static layout<Target::rank> apply(const layout<R>& in) {
     layout<Target::rank> out;

@@ -9,6 +9,7 @@
 //
 //   nn::lstm_cell<"lstm", 64, 128> cell;
 //   auto [h1, c1] = cell(x0, h0, c0);
+//   auto hc = scan(cell, hc0, xs);        // packed states [T, n, 256]: h then c on the last axis
 //
 // Weights and biases start uniform in [-1/sqrt(Hidden), 1/sqrt(Hidden)], as PyTorch's.
 #include <cmath>
@@ -106,6 +107,18 @@ struct lstm_cell {
           return std::pair{o * tanh(next_c), next_c};
         },
         where);
+  }
+  // The same step on one packed state hc = [h, c] of [n, 2 * Hidden], returning the next [h, c]:
+  // the form scan takes (its state is one tensor). h_t is narrow<-1>(states, 0, Hidden).
+  template <expression X, expression HC>
+  auto operator()(const X& x, const HC& hc, source_site where = source_site::current()) const {
+    static_assert(shape_of<HC>::rank == 2 && shape_of<HC>::extents[1] == 2 * Hidden,
+                  "symflow: nn::lstm_cell(x, hc): the packed state hc must be [n, 2 * Hidden] (h, then c)");
+    // The halves are given their static width again (a slice's extent is a run-time value), which
+    // concat's gradient needs to find each half's adjoint.
+    using half = shape<shape_of<HC>::extents[0], Hidden>;
+    const auto [h, c] = (*this)(x, reshape<half>(narrow<-1>(hc, 0, Hidden)), reshape<half>(narrow<-1>(hc, Hidden, 2 * Hidden)), where);
+    return concat<-1>(h, c);
   }
 };
 

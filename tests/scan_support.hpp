@@ -1,8 +1,11 @@
 #pragma once
 // Shared by the scan tests: normal random float64 values and a central difference of one stored value.
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cstddef>
 #include <random>
+#include <string>
 
 #include <symflow/symflow.hpp>
 
@@ -29,6 +32,16 @@ double central_difference(double* slot, F&& f) {
   const double down = f();
   *slot = saved;
   return (up - down) / (2 * step);
+}
+
+// Each element of a variable's gradient against the central difference of `value` (a function of
+// the stored parameters) in that element of the store.
+template <class Gradient, class Var, class F>
+void expect_stored_gradient(symflow::params& p, const Gradient& gradient, const Var&, F&& value, const char* what) {
+  auto w = p.view<double, typename Var::shape_type>(std::string(Var::name.view()));
+  ASSERT_EQ(gradient.size(), w.size());
+  for (std::size_t i = 0; i < w.size(); ++i)
+    EXPECT_NEAR(gradient.data()[i], central_difference(w.data() + i, value), 1e-7) << what << "[" << i << "]";
 }
 
 }  // namespace scan_testing

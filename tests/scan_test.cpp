@@ -86,11 +86,7 @@ TEST(Scan, BackpropagationThroughTimeMatchesFiniteDifferences) {
       std::apply([&](const auto&... g) { return eval(g..., xs = xv, h0 = hv, weights = wv, p); },
                  grad(loss, cell.W.var, cell.U.var, cell.b.var, cell.c.var, h0, xs));
   const auto check_stored = [&](const auto& gradient, const auto& var, const char* what) {
-    auto w = p.view<double, typename std::remove_cvref_t<decltype(var)>::shape_type>(
-        std::string(std::remove_cvref_t<decltype(var)>::name.view()));
-    ASSERT_EQ(gradient.size(), w.size());
-    for (std::size_t i = 0; i < w.size(); ++i)
-      EXPECT_NEAR(gradient.data()[i], central_difference(w.data() + i, value), 1e-7) << what << "[" << i << "]";
+    expect_stored_gradient(p, gradient, var, value, what);
   };
   check_stored(dW, cell.W.var, "W");
   check_stored(dU, cell.U.var, "U");
@@ -179,11 +175,7 @@ TEST(Scan, LstmOnAPackedStateMatchesItsEquationsAndFiniteDifferences) {
   const auto [dW, dU, db, dhc0] = std::apply([&](const auto&... g) { return eval(g..., xs = xv, hc0 = hv, weights = wv, p); },
                                              grad(loss, cell.W.var, cell.U.var, cell.b.var, hc0));
   const auto check_stored = [&](const auto& gradient, const auto& var, const char* what) {
-    auto w = p.view<double, typename std::remove_cvref_t<decltype(var)>::shape_type>(
-        std::string(std::remove_cvref_t<decltype(var)>::name.view()));
-    ASSERT_EQ(gradient.size(), w.size());
-    for (std::size_t i = 0; i < w.size(); ++i)
-      EXPECT_NEAR(gradient.data()[i], central_difference(w.data() + i, value), 1e-7) << what << "[" << i << "]";
+    expect_stored_gradient(p, gradient, var, value, what);
   };
   check_stored(dW, cell.W.var, "W");
   check_stored(dU, cell.U.var, "U");

@@ -96,6 +96,16 @@ graph gradients() {
   return to_graph(loss, dW, db);
 }
 
+// Kernels and views whose attributes are lists, optional or signed: pooling with padding and
+// rounding, a stepped slice, flip, tril, and the reshape_as of a gradient from several unknown extents.
+graph pooling_slices_trilu() {
+  auto x = placeholder<"x", float, shape<dyn, dyn, dyn, 3>>();
+  auto s = placeholder<"s", float, shape<dyn, dyn, 4>>();
+  auto l = sum(max_pool2d<3, 2, 1, pool_options::ceil_mode>(x)) + sum(avg_pool2d<2, 1, 1, pool_options::count_include_pad>(x)) +
+           sum(tril(s, -1)) + sum(flip<1>(narrow<2>(s, 0, 4, 2))) + sum(reshape<shape<dyn, 4>>(s));
+  return to_graph(l, grad(l, x), grad(l, s));
+}
+
 graph empty() { return graph{}; }
 
 void write_text(const std::filesystem::path& path, const std::string& text) {
@@ -209,6 +219,7 @@ int main(int argc, char** argv) {
   write_graph("every-dtype", every_dtype());
   write_graph("attributes", attributes());
   write_graph("gradients", gradients());
+  write_graph("pooling-slices-trilu", pooling_slices_trilu());
   write_graph("empty", empty());
 
   write_array("f32-2x3", write_npy(tensor<float, shape<2, 3>>{{1, 2, 3}, {-0.5f, 0, 1e-40f}}));

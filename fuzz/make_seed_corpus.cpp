@@ -106,6 +106,14 @@ graph pooling_slices_trilu() {
   return to_graph(l, grad(l, x), grad(l, s));
 }
 
+// Dilation and groups (optional attributes of the convolutions) on the forward op and both adjoints.
+graph conv_dilated_grouped() {
+  auto x = placeholder<"x", float, shape<dyn, dyn, dyn, 4>>();
+  auto w = variable<"w", float, shape<3, 2, 2, 6>>();
+  auto l = sum(conv2d<2, padding::same, 2, 2>(x, w));
+  return to_graph(l, grad(l, x), grad(l, w));
+}
+
 graph empty() { return graph{}; }
 
 void write_text(const std::filesystem::path& path, const std::string& text) {
@@ -220,6 +228,7 @@ int main(int argc, char** argv) {
   write_graph("attributes", attributes());
   write_graph("gradients", gradients());
   write_graph("pooling-slices-trilu", pooling_slices_trilu());
+  write_graph("conv-dilated-grouped", conv_dilated_grouped());
   write_graph("empty", empty());
 
   write_array("f32-2x3", write_npy(tensor<float, shape<2, 3>>{{1, 2, 3}, {-0.5f, 0, 1e-40f}}));

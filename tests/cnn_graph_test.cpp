@@ -107,3 +107,40 @@ TEST(CnnGraph, AdjointOpsDifferentiateAtRunTimeLikeTheirTypes) {
   };
   std::apply([&](const auto&... want) { (expect_matches(want), ...); }, compiled);
 }
+
+// A dilated grouped convolution (the dilation and groups attributes) through the graph value: the
+// interpreter and run-time differentiation give what the type gives; a file without the two
+// attributes (written before they existed) still loads and means dilation 1, one group.
+TEST(CnnGraph, DilationAndGroupsTravelThroughTheGraph) {
+  const auto x = placeholder<"x", float, shape<dyn, 9, 8, 6>>();
+  const auto w = variable<"w", float, shape<3, 2, 2, 9>>();
+  const auto loss = sum(sin(conv2d<2, padding::same, 2, 3>(x, w)));
+  const auto dw = grad(loss, w);
+  const auto xv = random_tensor<float, shape<dyn, 9, 8, 6>>({3, 9, 8, 6}, -1, 1, 620);
+  const auto wv = random_tensor<float, shape<3, 2, 2, 9>>({3, 2, 2, 9}, -1, 1, 621);
+  params store;
+  store.set("w", wv);
+  const auto compiled = eval(loss, dw, x = xv, store);
+  const runtime_feeds feeds{{"x", runtime_tensor(xv)}};
+
+  const graph saved = to_graph(loss);
+  const graph loaded = load_graph_binary(save_graph_binary(saved));
+  EXPECT_EQ(loaded, saved);
+  const auto got = interpreter(differentiate(loaded, {"w"})).run(feeds, &store);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_LT(relative_difference(got[0], std::get<0>(compiled).data(), 1), 1e-5);
+  EXPECT_LT(relative_difference(got[1], std::get<1>(compiled).data(), wv.size()), 1e-5);
+
+  // Without the attributes: conv2d<2, same> of the same x by an ungrouped filter.
+  graph old = to_graph(sum(sin(conv2d<2, padding::same>(x, variable<"v", float, shape<3, 2, 6, 4>>()))));
+  std::size_t stripped = 0;
+  for (graph_node& n : old.nodes)
+    stripped += std::erase_if(n.attributes, [](const graph_attribute& a) { return a.key == "dilation" || a.key == "groups"; });
+  EXPECT_EQ(stripped, 2u);
+  const auto vv = random_tensor<float, shape<3, 2, 6, 4>>({3, 2, 6, 4}, -1, 1, 622);
+  store.set("v", vv);
+  const auto want = eval(sum(sin(conv2d<2, padding::same>(x, variable<"v", float, shape<3, 2, 6, 4>>()))), x = xv, store);
+  const auto ran = interpreter(load_graph_binary(save_graph_binary(old))).run(feeds, &store);
+  ASSERT_EQ(ran.size(), 1u);
+  EXPECT_LT(relative_difference(ran[0], want.data(), 1), 1e-6);
+}

@@ -1,5 +1,5 @@
-// CNN ops forward: conv2d and max/avg pooling against direct float64 loops written here, conv2d's
-// shape errors, the max-pool adjoint's tie rule, and softmax cross-entropy against a stable float64
+// CNN ops forward: conv2d (incl. dilation and groups) and max/avg pooling against direct float64
+// loops written here, conv2d's shape errors, the max-pool adjoint's tie rule, and softmax cross-entropy against a stable float64
 // reference and its label check. (Gradients: cnn_gradients_test; dropout and the graph value:
 // cnn_dropout_graph_test.)
 #include "cnn_support.hpp"
@@ -38,6 +38,93 @@ TEST(Conv2D, ShapeErrorsNameTheOpAndShapes) {
   }
   EXPECT_THROW(eval(conv2d<1, padding::valid>(x, w), x = xv, w = w_large), shape_error);
   EXPECT_NO_THROW(eval(conv2d<1, padding::same>(x, w), x = xv, w = w_large));
+}
+
+// Dilation and groups (ONNX Conv's dilations and group, PyTorch's dilation and groups) against the
+// float64 loop, odd sizes, both paddings, strides 1-3, depthwise (groups = C) with a multiplier.
+TEST(Conv2D, DilationAndGroupsMatchDirectLoop) {
+  unsigned seed = 700;
+  const conv_case odd{2, 9, 7, 6, 3, 2, 6}, tall{1, 11, 5, 4, 2, 3, 8}, depthwise{2, 8, 9, 5, 3, 3, 10};
+  check_conv_forward<1, padding::same, double, 2, 1>(odd, seed += 2, 1e-12);
+  check_conv_forward<1, padding::valid, double, 3, 1>(odd, seed += 2, 1e-12);
+  check_conv_forward<2, padding::same, double, 2, 2>(odd, seed += 2, 1e-12);
+  check_conv_forward<2, padding::valid, double, 1, 2>(odd, seed += 2, 1e-12);
+  check_conv_forward<3, padding::same, double, 1, 3>(odd, seed += 2, 1e-12);
+  check_conv_forward<1, padding::same, double, 3, 4>(tall, seed += 2, 1e-12);
+  check_conv_forward<2, padding::valid, double, 2, 4>(tall, seed += 2, 1e-12);
+  check_conv_forward<1, padding::same, double, 1, 5>(depthwise, seed += 2, 1e-12);
+  check_conv_forward<2, padding::same, double, 2, 5>(depthwise, seed += 2, 1e-12);
+  check_conv_forward<1, padding::valid, double, 2, 5>(depthwise, seed += 2, 1e-12);
+  // float32, several im2col chunks and threads: depthwise 32 channels and 2 groups of 16.
+  check_conv_forward<1, padding::same, float, 2, 32>({3, 20, 20, 32, 3, 3, 32}, 720, 1e-5);
+  check_conv_forward<1, padding::same, float, 1, 2>({3, 14, 14, 32, 3, 3, 64}, 721, 1e-4);
+  // The doc string's example: a 2x2 window of ones with dilation 2 on 1..9.
+  tensor<double, shape<1, 3, 3, 1>> xv({1, 3, 3, 1});
+  for (std::size_t i = 0; i < 9; ++i) xv.data()[i] = double(i + 1);
+  const auto x = placeholder<"x", double, shape<1, 3, 3, 1>>();
+  const auto w = placeholder<"w", double, shape<2, 2, 1, 1>>();
+  const auto y = eval(conv2d<1, padding::same, 2>(x, w), x = xv, w = tensor<double, shape<2, 2, 1, 1>>({2, 2, 1, 1}, 1.0));
+  EXPECT_EQ(std::vector<double>(y.data(), y.data() + 9), (std::vector<double>{5, 10, 5, 10, 20, 10, 5, 10, 5}));
+}
+
+// A group reads its own input channels only: NaN/Inf in group 0's channels reach group 0's outputs
+// and no others; -0 stays a zero.
+TEST(Conv2D, GroupsKeepNonFiniteValuesInTheirGroup) {
+  auto xv = random_tensor<double, any4>({1, 5, 5, 6}, -1, 1, 730);
+  const auto wv = random_tensor<double, any4>({3, 3, 2, 6}, -1, 1, 731);
+  xv.data()[(2 * 5 + 2) * 6 + 0] = NAN;       // group 0 (channels 0-1)
+  xv.data()[(1 * 5 + 3) * 6 + 1] = INFINITY;  // group 0
+  xv.data()[(3 * 5 + 1) * 6 + 4] = -0.0;      // group 2
+  const auto x = placeholder<"x", double, any4>();
+  const auto w = placeholder<"w", double, any4>();
+  const auto y = eval(conv2d<1, padding::same, 1, 3>(x, w), x = xv, w = wv);
+  const auto want = reference_conv({1, 5, 5, 6, 3, 3, 6}, xv.data(), wv.data(), 1, true, 1, 3);
+  std::size_t non_finite = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const std::size_t o = i % 6;
+    if (o >= 2) {
+      EXPECT_TRUE(std::isfinite(y.data()[i])) << "output channel " << o << " of another group, element " << i;
+      EXPECT_NEAR(y.data()[i], want[i], 1e-12) << i;
+    } else if (!std::isfinite(want[i])) {
+      ++non_finite;
+      EXPECT_FALSE(std::isfinite(y.data()[i])) << i;
+    }
+  }
+  EXPECT_GT(non_finite, 0u);
+}
+
+TEST(Conv2D, GroupAndDilationShapeErrorsSayWhatDoesNotFit) {
+  const auto x = placeholder<"x", float, any4>();
+  const auto w = placeholder<"w", float, any4>();
+  auto message = [](auto&& run) -> std::string {
+    try {
+      run();
+    } catch (const shape_error& e) {
+      return e.what();
+    }
+    return "no shape error";
+  };
+  const tensor<float, any4> x6({1, 7, 7, 6}, 0.0f);
+  // 6 channels in 2 groups need a filter of 3 input channels, not 2.
+  std::string m = message([&] { eval(conv2d<1, padding::same, 1, 2>(x, w), x = x6, w = tensor<float, any4>({3, 3, 2, 4}, 0.0f)); });
+  EXPECT_NE(m.find("2 groups"), std::string::npos) << m;
+  EXPECT_NE(m.find("[1,7,7,6]"), std::string::npos) << m;
+  // 5 output channels do not split into 3 groups.
+  m = message([&] { eval(conv2d<1, padding::same, 1, 3>(x, w), x = x6, w = tensor<float, any4>({3, 3, 2, 5}, 0.0f)); });
+  EXPECT_NE(m.find("output channels"), std::string::npos) << m;
+  // A 3x3 window with dilation 4 spans 9 > 7 positions: no valid output.
+  m = message([&] { eval(conv2d<1, padding::valid, 4>(x, w), x = x6, w = tensor<float, any4>({3, 3, 6, 1}, 0.0f)); });
+  EXPECT_NE(m.find("dilated window (9x9)"), std::string::npos) << m;
+  EXPECT_NO_THROW(eval(conv2d<1, padding::same, 4>(x, w), x = x6, w = tensor<float, any4>({3, 3, 6, 1}, 0.0f)));
+  // Static shapes are checked at compile time (the same rules).
+  using ops::conv_detail::static_shapes_fit;
+  static_assert(static_shapes_fit<shape<1, 7, 7, 6>, shape<3, 3, 3, 4>, 1, padding::same, 1, 2>());
+  static_assert(!static_shapes_fit<shape<1, 7, 7, 6>, shape<3, 3, 2, 4>, 1, padding::same, 1, 2>());
+  static_assert(!static_shapes_fit<shape<1, 7, 7, 6>, shape<3, 3, 2, 5>, 1, padding::same, 1, 3>());
+  static_assert(!static_shapes_fit<shape<1, 7, 7, 6>, shape<3, 3, 6, 1>, 1, padding::valid, 4, 1>());
+  static_assert(std::is_same_v<shape_of<decltype(conv2d<2, padding::valid, 2, 2>(placeholder<"a", float, shape<dyn, 9, 8, 4>>(),
+                                                                             variable<"b", float, shape<3, 2, 2, 6>>()))>,
+                               shape<dyn, 3, 3, 6>>);
 }
 
 TEST(Pool2D, ForwardMatchesDirectLoop) {

@@ -32,35 +32,42 @@ static_assert(std::is_same_v<shape_of<decltype(conv2d<3, padding::same>(placehol
 // --- float64 references: the definitions, written out directly ---
 
 struct conv_case {
-  std::size_t n, h, w, c, kh, kw, o;
+  std::size_t n, h, w, c, kh, kw, o;  // c and o count all groups; the filter is [kh, kw, c / groups, o]
 };
 
-inline std::size_t out_extent(std::size_t in, std::size_t k, std::size_t s, bool same) {
-  return same ? (in + s - 1) / s : (in - k) / s + 1;
+// span: the dilated window's extent, (k - 1) * dilation + 1.
+inline std::size_t out_extent(std::size_t in, std::size_t span, std::size_t s, bool same) {
+  return same ? (in + s - 1) / s : (in - span) / s + 1;
 }
-inline std::ptrdiff_t pad_before(std::size_t in, std::size_t k, std::size_t s, bool same) {
+inline std::ptrdiff_t pad_before(std::size_t in, std::size_t span, std::size_t s, bool same) {
   if (!same) return 0;
-  const std::ptrdiff_t total = std::ptrdiff_t((out_extent(in, k, s, same) - 1) * s + k) - std::ptrdiff_t(in);
+  const std::ptrdiff_t total = std::ptrdiff_t((out_extent(in, span, s, same) - 1) * s + span) - std::ptrdiff_t(in);
   return std::max<std::ptrdiff_t>(total, 0) / 2;
 }
 
+// y[n, i, j, o] = sum over the taps (a, b) and the channels c of o's group of
+// x[n, i*s + a*d - pad_top, j*s + b*d - pad_left, c] * w[a, b, c - group start, o].
 template <class T>
-std::vector<double> reference_conv(const conv_case& k, const T* x, const T* w, std::size_t s, bool same) {
-  const std::size_t oh = out_extent(k.h, k.kh, s, same), ow = out_extent(k.w, k.kw, s, same);
-  const std::ptrdiff_t pt = pad_before(k.h, k.kh, s, same), pl = pad_before(k.w, k.kw, s, same);
+std::vector<double> reference_conv(const conv_case& k, const T* x, const T* w, std::size_t s, bool same,
+                                   std::size_t d = 1, std::size_t groups = 1) {
+  const std::size_t span_h = (k.kh - 1) * d + 1, span_w = (k.kw - 1) * d + 1;
+  const std::size_t oh = out_extent(k.h, span_h, s, same), ow = out_extent(k.w, span_w, s, same);
+  const std::ptrdiff_t pt = pad_before(k.h, span_h, s, same), pl = pad_before(k.w, span_w, s, same);
+  const std::size_t cg = k.c / groups, og = k.o / groups;
   std::vector<double> y(k.n * oh * ow * k.o, 0.0);
   for (std::size_t n = 0; n < k.n; ++n)
     for (std::size_t i = 0; i < oh; ++i)
       for (std::size_t j = 0; j < ow; ++j)
         for (std::size_t o = 0; o < k.o; ++o) {
+          const std::size_t c0 = (o / og) * cg;
           double acc = 0;
           for (std::size_t a = 0; a < k.kh; ++a)
             for (std::size_t b = 0; b < k.kw; ++b) {
-              const std::ptrdiff_t r = std::ptrdiff_t(i * s + a) - pt, q = std::ptrdiff_t(j * s + b) - pl;
+              const std::ptrdiff_t r = std::ptrdiff_t(i * s + a * d) - pt, q = std::ptrdiff_t(j * s + b * d) - pl;
               if (r < 0 || q < 0 || r >= std::ptrdiff_t(k.h) || q >= std::ptrdiff_t(k.w)) continue;
-              for (std::size_t c = 0; c < k.c; ++c)
-                acc += double(x[((n * k.h + std::size_t(r)) * k.w + std::size_t(q)) * k.c + c]) *
-                       double(w[((a * k.kw + b) * k.c + c) * k.o + o]);
+              for (std::size_t c = 0; c < cg; ++c)
+                acc += double(x[((n * k.h + std::size_t(r)) * k.w + std::size_t(q)) * k.c + c0 + c]) *
+                       double(w[((a * k.kw + b) * cg + c) * k.o + o]);
             }
           y[((n * oh + i) * ow + j) * k.o + o] = acc;
         }
@@ -99,17 +106,18 @@ void expect_near_all(const tensor<T, S>& got, const std::vector<double>& want, d
   EXPECT_LE(worst, tolerance) << what << ": element " << at << " is " << got.data()[at] << ", expected " << want[at];
 }
 
-template <std::size_t S, padding P, class T>
+template <std::size_t S, padding P, class T, std::size_t D = 1, std::size_t G = 1>
 void check_conv_forward(const conv_case& k, unsigned seed, double tolerance) {
   const auto x = placeholder<"x", T, any4>();
   const auto w = placeholder<"w", T, any4>();
   const auto xv = random_tensor<T, any4>({k.n, k.h, k.w, k.c}, -1, 1, seed);
-  const auto wv = random_tensor<T, any4>({k.kh, k.kw, k.c, k.o}, -1, 1, seed + 1);
-  const auto y = eval(conv2d<S, P>(x, w), x = xv, w = wv);
+  const auto wv = random_tensor<T, any4>({k.kh, k.kw, k.c / G, k.o}, -1, 1, seed + 1);
+  const auto y = eval(conv2d<S, P, D, G>(x, w), x = xv, w = wv);
   const bool same = P == padding::same;
-  const extents_t<4> want_extents{k.n, out_extent(k.h, k.kh, S, same), out_extent(k.w, k.kw, S, same), k.o};
+  const extents_t<4> want_extents{k.n, out_extent(k.h, (k.kh - 1) * D + 1, S, same),
+                                  out_extent(k.w, (k.kw - 1) * D + 1, S, same), k.o};
   EXPECT_EQ(y.extents(), want_extents);
-  expect_near_all(y, reference_conv(k, xv.data(), wv.data(), S, same), tolerance, "conv2d");
+  expect_near_all(y, reference_conv(k, xv.data(), wv.data(), S, same, D, G), tolerance, "conv2d");
 }
 
 }  // namespace

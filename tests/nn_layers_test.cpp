@@ -169,6 +169,28 @@ TEST(NnLayers, Conv2dLayerIsTheConvolutionPlusBias) {
             }
           EXPECT_NEAR(got(n, i, j, o), want, 1e-12);
         }
+
+  // Dilation 2 and 2 groups: output channels 0-1 read input channel 0, 2-3 read channel 1; the
+  // dilated 3x3 window spans 5, so same padding puts 2 on each side.
+  nn::conv2d<"gconv", 3, 3, 2, 4, 1, padding::same, double, 2, 2> grouped;
+  static_assert(std::is_same_v<shape_of<decltype(grouped.W.var)>, shape<3, 3, 1, 4>>);
+  const params pg = nn::parameters(grouped).initial_values(10);
+  const auto gy = eval(grouped(images), images = xv, pg);
+  const auto gW = stored(pg, grouped.W.var);
+  const auto gb = stored(pg, grouped.b.var);
+  for (std::size_t n = 0; n < 2; ++n)
+    for (std::size_t i = 0; i < 6; ++i)
+      for (std::size_t j = 0; j < 5; ++j)
+        for (std::size_t o = 0; o < 4; ++o) {
+          double want = gb(o);
+          for (std::size_t di = 0; di < 3; ++di)
+            for (std::size_t dj = 0; dj < 3; ++dj) {
+              const long si = long(i + 2 * di) - 2, sj = long(j + 2 * dj) - 2;
+              if (si < 0 || si >= 6 || sj < 0 || sj >= 5) continue;
+              want += xv(n, std::size_t(si), std::size_t(sj), o / 2) * gW(di, dj, 0, o);
+            }
+          EXPECT_NEAR(gy(n, i, j, o), want, 1e-12);
+        }
 }
 
 // The GRU and LSTM equations written out per element, PyTorch's gate order.

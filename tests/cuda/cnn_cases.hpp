@@ -53,6 +53,32 @@ struct conv_grad_filter_valid {
   static auto build(const auto& x, const auto& w) { return grad(sum(square(conv2d(x, w))), w); }
   static ext extents() { return conv_valid::extents(); }
 };
+// Dilation and groups (im2col per group with dilated taps, GEMMs on column blocks, the gather by
+// group): 6 channels in 3 groups, dilation 2, and a depthwise filter (groups = channels).
+struct conv_dilated_grouped {
+  static auto leaves() {
+    return std::tuple{placeholder<"x", float, shape<dyn, dyn, dyn, 6>>(), variable<"w", float, shape<3, 2, 2, 9>>()};
+  }
+  static auto build(const auto& x, const auto& w) { return conv2d<2, padding::same, 2, 3>(x, w); }
+  static ext extents() { return {{2, 9, 11, 6}, {3, 2, 2, 9}}; }
+};
+struct conv_dilated_grouped_grad_input {
+  static auto leaves() { return conv_dilated_grouped::leaves(); }
+  static auto build(const auto& x, const auto& w) { return grad(sum(square(conv2d<2, padding::same, 2, 3>(x, w))), x); }
+  static ext extents() { return conv_dilated_grouped::extents(); }
+};
+struct conv_dilated_grouped_grad_filter {
+  static auto leaves() { return conv_dilated_grouped::leaves(); }
+  static auto build(const auto& x, const auto& w) { return grad(sum(square(conv2d<1, padding::valid, 3, 3>(x, w))), w); }
+  static ext extents() { return conv_dilated_grouped::extents(); }
+};
+struct conv_depthwise_grad_input {
+  static auto leaves() {
+    return std::tuple{placeholder<"x", float, shape<dyn, dyn, dyn, 6>>(), variable<"w", float, shape<3, 3, 1, 6>>()};
+  }
+  static auto build(const auto& x, const auto& w) { return grad(sum(square(conv2d<1, padding::same, 1, 6>(x, w))), x); }
+  static ext extents() { return {{2, 7, 8, 6}, {3, 3, 1, 6}}; }
+};
 struct conv_same_f64 {
   static auto leaves() {
     return std::tuple{placeholder<"x", double, shape<dyn, dyn, dyn, 3>>(), variable<"w", double, shape<3, 3, 3, 5>>()};
@@ -183,4 +209,5 @@ std::vector<host_array> tiny_cnn_step_on_cpu(const tiny_cnn_inputs& in);
   X(conv_grad_filter_valid) X(conv_same_f64) X(conv_stride3_grad_input) X(conv_even_kernel_same_grad_input) \
   X(conv_even_kernel_same_grad_filter) X(max_pool) X(max_pool_overlapping) X(max_pool_grad) X(avg_pool)   \
   X(avg_pool_grad) X(dropout_training) X(dropout_grad) X(cross_entropy_per_example) X(cross_entropy_loss) \
-  X(cross_entropy_grad)
+  X(cross_entropy_grad) X(conv_dilated_grouped) X(conv_dilated_grouped_grad_input)                        \
+  X(conv_dilated_grouped_grad_filter) X(conv_depthwise_grad_input)

@@ -98,11 +98,17 @@ struct rms_norm {
 };
 
 // A 2-D convolution of NHWC images with a KH x KW kernel, In -> Out channels, plus a bias per output
-// channel. The kernel is HWIO; its fans count the receptive field (train/initializers.hpp).
+// channel. The kernel is HWIO, [KH, KW, In / Groups, Out]; its fans count the receptive field
+// (train/initializers.hpp), which with groups is one group's. Dilation and Groups come last so that
+// the element type keeps its place: nn::conv2d<"dw", 3, 3, 32, 32, 1, padding::same, float, 1, 32>
+// is a depthwise layer.
 template <fixed_string Name, std::size_t KH, std::size_t KW, std::size_t In, std::size_t Out,
-          std::size_t Stride = 1, padding Padding = padding::same, class T = float>
+          std::size_t Stride = 1, padding Padding = padding::same, class T = float, std::size_t Dilation = 1,
+          std::size_t Groups = 1>
 struct conv2d {
-  parameter<Name, "W", T, shape<KH, KW, In, Out>> W;
+  static_assert(Groups > 0 && In % Groups == 0 && Out % Groups == 0,
+                "symflow: nn::conv2d: In and Out channels must both be multiples of Groups");
+  parameter<Name, "W", T, shape<KH, KW, In / Groups, Out>> W;
   parameter<Name, "b", T, shape<Out>> b;
 
   explicit conv2d(dense_options o = {}, source_site where = source_site::current())
@@ -110,7 +116,7 @@ struct conv2d {
   auto layers() const { return std::tie(W, b); }
   template <expression X>
   auto operator()(const X& x, source_site where = source_site::current()) const {
-    return scope(Name.value, [&] { return symflow::conv2d<Stride, Padding>(x, W.var) + b.var; }, where);
+    return scope(Name.value, [&] { return symflow::conv2d<Stride, Padding, Dilation, Groups>(x, W.var) + b.var; }, where);
   }
 };
 

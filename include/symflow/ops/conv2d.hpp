@@ -14,6 +14,7 @@
 
 #include "conv2d_backprop_filter.hpp"
 #include "conv2d_backprop_input.hpp"
+#include "conv2d_columns.hpp"
 #include "conv2d_geometry.hpp"
 #include "law_example.hpp"
 
@@ -21,67 +22,75 @@ namespace symflow {
 namespace ops {
 namespace conv_detail {
 
-// Y = im2col(X) W, one GEMM per chunk of images.
+// Y = im2col(X) W, one GEMM per chunk of images and group (group g: its channels of X, its block of
+// W's and Y's columns).
 template <class T>
 void forward(const geometry& g, const T* x, const T* w, T* y) {
-  const auto patch = Eigen::Index(g.patch()), filters = Eigen::Index(g.filters), rows = Eigen::Index(g.pixels());
+  const std::size_t patch = g.patch(), rows = g.pixels();
   if (patch == 0) {
     std::fill_n(y, g.batch * g.pixels() * g.filters, T(0));
     return;
   }
-  Eigen::Map<const row_major<T>> wm(w, patch, filters);
   const std::size_t chunk = images_per_chunk(g);
-  T* const col = column_buffer<T>(chunk * g.pixels() * g.patch());  // fully written before it is read
+  T* const col = column_buffer<T>(chunk * rows * patch);  // fully written before it is read
   for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
     const std::size_t count = std::min(chunk, g.batch - n0);
-    im2col(g, x, n0, count, col);
-    Eigen::Map<const row_major<T>> cm(col, Eigen::Index(count) * rows, patch);
-    Eigen::Map<row_major<T>> ym(y + n0 * g.pixels() * g.filters, Eigen::Index(count) * rows, filters);
-    ym.noalias() = cm * wm;
+    for (std::size_t group = 0; group < g.groups; ++group) {
+      im2col(g, x, n0, count, group, col);
+      Eigen::Map<const row_major<T>> cm(col, Eigen::Index(count * rows), Eigen::Index(patch));
+      group_block(y + n0 * rows * g.filters, count * rows, g.group_filters, g.filters, group).noalias() =
+          cm * group_block(w, patch, g.group_filters, g.filters, group);
+    }
   }
 }
 }  // namespace conv_detail
 
 // conv2d(x [N,H,W,C], w [KH,KW,C,O]) -> [N,OH,OW,O].
-template <std::size_t Stride, padding Padding>
-struct conv2d_op : conv2d_attributes<Stride, Padding> {
+template <std::size_t Stride, padding Padding, std::size_t Dilation, std::size_t Groups>
+struct conv2d_op : conv2d_attributes<Stride, Padding, Dilation, Groups> {
   static constexpr std::string_view name = "conv2d";
   static constexpr std::string_view doc =
-      "conv2d(x, w), attributes stride (>= 1, the same along both spatial axes) and same_padding: 2-D "
-      "convolution of an NHWC input x [N, H, W, C] with an HWIO filter w [KH, KW, C, O], giving [N, "
-      "OH, OW, O]: y[n, i, j, o] = sum over kh, kw, c of x[n, i*stride + kh - pad_top, j*stride + kw - "
-      "pad_left, c] * w[kh, kw, c, o], positions outside the input reading 0 (the filter is not "
-      "flipped: a cross-correlation, as TensorFlow's conv2d). Padding is TensorFlow's: valid pads "
-      "nothing, OH = (H - KH) / stride + 1 and the window must fit in the input; same gives OH = "
-      "ceil(H / stride) and pads max((OH - 1) * stride + KH - H, 0) zeros in total, the odd one at the "
-      "bottom (right). x and w have one floating-point dtype (f32 or f64), the channel counts C must "
-      "agree and the filter window must not be empty (shape errors otherwise). The sums are Eigen "
+      "conv2d(x, w), attributes stride (>= 1, the same along both spatial axes), same_padding, "
+      "dilation (>= 1, default 1) and groups (>= 1, default 1): 2-D convolution of an NHWC input x [N, "
+      "H, W, C] with an HWIO filter w [KH, KW, C/groups, O], giving [N, OH, OW, O]: y[n, i, j, o] = sum "
+      "over kh, kw and the c of o's group of x[n, i*stride + kh*dilation - pad_top, j*stride + "
+      "kw*dilation - pad_left, c] * w[kh, kw, c - group*C/groups, o], positions outside the input "
+      "reading 0 (the filter is not flipped: a cross-correlation, as TensorFlow's conv2d and ONNX "
+      "Conv). With groups G the input channels split into G runs of C/G and the outputs into G runs of "
+      "O/G, output run g seeing input run g only (G = C: depthwise). Padding is TensorFlow's, on the "
+      "dilated window's span KH' = (KH - 1) * dilation + 1: valid pads nothing, OH = (H - KH') / stride "
+      "+ 1 and the window must fit in the input; same gives OH = ceil(H / stride) and pads max((OH - 1) "
+      "* stride + KH' - H, 0) zeros in total, the odd one at the bottom (right). x and w have one "
+      "floating-point dtype (f32 or f64); C must be groups times w's third extent and O a multiple of "
+      "groups, and the filter window must not be empty (shape errors otherwise). The sums are Eigen "
       "GEMMs over im2col rows (the order of addition is Eigen's); NaN and Inf propagate as in any sum "
       "of products, and a padded zero times an infinite weight gives NaN. In C++, conv2d<Stride, "
-      "Padding>(x, w) (default 1, padding::valid). Gradient: conv2d_backprop_input(g, w, like x) for "
-      "x, conv2d_backprop_filter(x, g, like w) for w. Example: x = 1..9 as [1, 3, 3, 1] and w = ones "
-      "[2, 2, 1, 1], stride 1, valid padding, give [[12, 16], [24, 28]] as [1, 2, 2, 1].";
+      "Padding, Dilation, Groups>(x, w) (defaults 1, padding::valid, 1, 1). Gradient: "
+      "conv2d_backprop_input(g, w, like x) for x, conv2d_backprop_filter(x, g, like w) for w, with "
+      "the same attributes. Example: x = 1..9 as [1, 3, 3, 1] and w = ones [2, 2, 1, 1], stride 1, "
+      "valid padding, give [[12, 16], [24, 28]] as [1, 2, 2, 1]; with dilation 2 and same padding, "
+      "[[5, 10, 5], [10, 20, 10], [5, 10, 5]].";
   // The law tests' instance of this op (ops/law_example.hpp).
   struct law_example {
-    using operands = std::tuple<law::floating<shape<2, 5, 5, 3>, true>, law::floating<shape<3, 3, 3, 4>, true>>;
+    using operands = std::tuple<law::floating<shape<2, 6, 5, 4>, true>, law::floating<shape<3, 2, 2, 6>, true>>;
     template <class T>
-    static auto of(const auto& x, const auto& w) { return conv2d<2, padding::same>(x, w); }
+    static auto of(const auto& x, const auto& w) { return conv2d<1, padding::same, 2, 2>(x, w); }
   };
   template <class X, class W>
   using result_type = X;
   template <class X, class W>
   static constexpr bool accepts = conv_detail::one_floating_dtype<X, W>;  // dtype rule (ir/op_registry.hpp)
   template <class SX, class SW>
-  static constexpr bool shapes_ok = conv_detail::static_shapes_fit<SX, SW, Stride, Padding>();
+  static constexpr bool shapes_ok = conv_detail::static_shapes_fit<SX, SW, Stride, Padding, Dilation, Groups>();
   template <class SX, class SW>
-  using result_shape = shape_from_array_t<conv_detail::static_result<SX, SW, Stride, Padding>()>;
+  using result_shape = shape_from_array_t<conv_detail::static_result<SX, SW, Stride, Padding, Dilation>()>;
 
   static extents_t<4> infer_extents(const auto& who, const extents_t<4>& x, const extents_t<4>& w) {
-    return conv_detail::checked_geometry(who, x, w, Stride, Padding).output_extents();
+    return conv_detail::checked_geometry(who, x, w, conv2d_op::settings).output_extents();
   }
   template <class T, class Out, class X, class W>
   static void run_cpu(const Out& out, const X& x, const W& w) {
-    conv_detail::forward<T>(conv_detail::checked_geometry("conv2d", x.extents(), w.extents(), Stride, Padding), x.data(),
+    conv_detail::forward<T>(conv_detail::checked_geometry("conv2d", x.extents(), w.extents(), conv2d_op::settings), x.data(),
                             w.data(), out.data());
   }
   // dX = conv2d_backprop_input(g, w, like x), dW = conv2d_backprop_filter(x, g, like w).
@@ -96,11 +105,11 @@ struct conv2d_op : conv2d_attributes<Stride, Padding> {
     return conv_detail::sum_present(
         [&] {
           if constexpr (is_no_gradient_v<TX>) return no_gradient{};
-          else return conv2d<Stride, Padding>(tx, w);
+          else return conv2d<Stride, Padding, Dilation, Groups>(tx, w);
         }(),
         [&] {
           if constexpr (is_no_gradient_v<TW>) return no_gradient{};
-          else return conv2d<Stride, Padding>(x, tw);
+          else return conv2d<Stride, Padding, Dilation, Groups>(x, tw);
         }());
   }
 
@@ -122,12 +131,15 @@ struct conv2d_op : conv2d_attributes<Stride, Padding> {
 };
 }  // namespace ops
 
-// 2-D convolution, NHWC input [N,H,W,C] with an HWIO filter [KH,KW,C,O], the same stride along both
-// spatial axes, TensorFlow's `valid` or `same` padding: conv2d<1, padding::same>(x, w).
-template <std::size_t Stride = 1, padding Padding = padding::valid, expression X, expression W>
+// 2-D convolution, NHWC input [N,H,W,C] with an HWIO filter [KH,KW,C/Groups,O], the same stride and
+// dilation along both spatial axes, TensorFlow's `valid` or `same` padding: conv2d<1, padding::same>(x,
+// w); a 3x3 depthwise convolution of 32 channels with dilation 2: conv2d<1, padding::same, 2, 32>(x, w)
+// with w [3, 3, 1, 32].
+template <std::size_t Stride = 1, padding Padding = padding::valid, std::size_t Dilation = 1, std::size_t Groups = 1,
+          expression X, expression W>
 auto conv2d(const X& x, const W& w, source_site where = source_site::current()) {
   detail::check_conv_operands<X, W>();
-  return make_kernel(ops::conv2d_op<Stride, Padding>{}, where, x, w);
+  return make_kernel(ops::conv2d_op<Stride, Padding, Dilation, Groups>{}, where, x, w);
 }
 }  // namespace symflow
 #endif  // SYMFLOW_OPS_CONV2D_HPP

@@ -10,6 +10,7 @@
 #include <vector>
 #include <Eigen/Core>
 
+#include "conv2d_columns.hpp"
 #include "conv2d_geometry.hpp"
 // Its gradient and tangent are written with conv2d and conv2d_backprop_input.
 #include "conv2d.hpp"
@@ -19,46 +20,47 @@ namespace symflow {
 namespace ops {
 namespace conv_detail {
 
-// dW = sum over images of im2col(X)^T dY
+// dW = sum over images of im2col(X)^T dY, group by group (group g writes its block of dW's columns).
 template <class T>
 void backprop_filter(const geometry& g, const T* x, const T* dy, T* dw) {
-  const auto patch = Eigen::Index(g.patch()), filters = Eigen::Index(g.filters), rows = Eigen::Index(g.pixels());
-  Eigen::Map<row_major<T>> dwm(dw, patch, filters);
-  dwm.setZero();
-  if (patch == 0 || rows == 0) return;
+  const std::size_t patch = g.patch(), rows = g.pixels();
+  std::fill_n(dw, patch * g.filters, T(0));
+  if (patch == 0 || rows == 0 || g.group_filters == 0) return;
   const std::size_t chunk = images_per_chunk(g);
-  T* const col = column_buffer<T>(chunk * g.pixels() * g.patch());  // fully written before it is read
+  T* const col = column_buffer<T>(chunk * rows * patch);  // fully written before it is read
   for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
     const std::size_t count = std::min(chunk, g.batch - n0);
-    im2col(g, x, n0, count, col);
-    Eigen::Map<const row_major<T>> cm(col, Eigen::Index(count) * rows, patch);
-    Eigen::Map<const row_major<T>> dym(dy + n0 * g.pixels() * g.filters, Eigen::Index(count) * rows, filters);
-    dwm.noalias() += cm.transpose() * dym;
+    for (std::size_t group = 0; group < g.groups; ++group) {
+      im2col(g, x, n0, count, group, col);
+      Eigen::Map<const row_major<T>> cm(col, Eigen::Index(count * rows), Eigen::Index(patch));
+      group_block(dw, patch, g.group_filters, g.filters, group).noalias() +=
+          cm.transpose() * group_block(dy + n0 * rows * g.filters, count * rows, g.group_filters, g.filters, group);
+    }
   }
 }
 }  // namespace conv_detail
 
 // conv2d_backprop_filter(x [N,H,W,C], g [N,OH,OW,O], like w [KH,KW,C,O]) -> [KH,KW,C,O]: the adjoint
 // of conv2d with respect to its filter; `like` supplies the filter's extents only.
-template <std::size_t Stride, padding Padding>
-struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
+template <std::size_t Stride, padding Padding, std::size_t Dilation, std::size_t Groups>
+struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding, Dilation, Groups> {
   static constexpr std::string_view name = "conv2d_backprop_filter";
   static constexpr std::string_view doc =
-      "conv2d_backprop_filter(x, g, like), attributes stride and same_padding (as conv2d's): the "
-      "adjoint of conv2d(x, w) with respect to w, for the adjoint g [N, OH, OW, O] of its result; like "
-      "has w's shape [KH, KW, C, O] and only its extents are read. dw[kh, kw, c, o] = sum over n, i, j "
-      "of x[n, i*stride + kh - pad_top, j*stride + kw - pad_left, c] * g[n, i, j, o], positions "
-      "outside the input reading 0. Shape, dtype and padding rules are conv2d's, and g must have the "
-      "extents conv2d gives for x and like. The sums are Eigen GEMMs over im2col rows, accumulated "
-      "chunk of images by chunk; NaN and Inf propagate as in sums of products. Gradient: "
-      "conv2d_backprop_input(g, a, like x) for x, conv2d(x, a) for g, none for like. Example: x = 1..9 "
-      "as [1, 3, 3, 1], g = ones [1, 2, 2, 1] and like of shape [2, 2, 1, 1], stride 1, valid padding, "
-      "give [[12, 16], [24, 28]] as [2, 2, 1, 1].";
+      "conv2d_backprop_filter(x, g, like), attributes stride, same_padding, dilation and groups (as "
+      "conv2d's): the adjoint of conv2d(x, w) with respect to w, for the adjoint g [N, OH, OW, O] of "
+      "its result; like has w's shape [KH, KW, C/groups, O] and only its extents are read. dw[kh, kw, "
+      "c, o] = sum over n, i, j of x[n, i*stride + kh*dilation - pad_top, j*stride + kw*dilation - "
+      "pad_left, group(o)*C/groups + c] * g[n, i, j, o], positions outside the input reading 0. Shape, "
+      "dtype and padding rules are conv2d's, and g must have the extents conv2d gives for x and like. "
+      "The sums are Eigen GEMMs over im2col rows, accumulated chunk of images by chunk; NaN and Inf "
+      "propagate as in sums of products. Gradient: conv2d_backprop_input(g, a, like x) for x, "
+      "conv2d(x, a) for g, none for like. Example: x = 1..9 as [1, 3, 3, 1], g = ones [1, 2, 2, 1] and "
+      "like of shape [2, 2, 1, 1], stride 1, valid padding, give [[12, 16], [24, 28]] as [2, 2, 1, 1].";
   // The law tests' instance of this op (ops/law_example.hpp).
   struct law_example {
-    using operands = std::tuple<law::floating<shape<2, 5, 5, 3>, true>, law::floating<shape<2, 3, 3, 4>, true>, law::floating<shape<3, 3, 3, 4>, true>>;
+    using operands = std::tuple<law::floating<shape<2, 5, 5, 3>, true>, law::floating<shape<2, 3, 3, 6>, true>, law::floating<shape<3, 3, 1, 6>, true>>;
     template <class T>
-    static auto of(const auto& x, const auto& g, const auto& w) { return conv2d_backprop_filter<2, padding::same>(x, g, w); }
+    static auto of(const auto& x, const auto& g, const auto& w) { return conv2d_backprop_filter<1, padding::valid, 1, 3>(x, g, w); }
   };
   template <class X, class G, class W>
   using result_type = X;
@@ -67,18 +69,18 @@ struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
   template <std::size_t I>
   static constexpr bool reads_operand = I != 2;
   template <class SX, class SG, class SW>
-  static constexpr bool shapes_ok = conv_detail::adjoint_shapes_fit<SX, SW, SG, Stride, Padding>();
+  static constexpr bool shapes_ok = conv_detail::adjoint_shapes_fit<SX, SW, SG, Stride, Padding, Dilation, Groups>();
   template <class SX, class SG, class SW>
   using result_shape = SW;
 
   static extents_t<4> infer_extents(const auto& who, const extents_t<4>& x, const extents_t<4>& g, const extents_t<4>& w) {
-    const auto geo = conv_detail::checked_geometry(who, x, w, Stride, Padding);
+    const auto geo = conv_detail::checked_geometry(who, x, w, conv2d_backprop_filter_op::settings);
     conv_detail::check_adjoint_extents(who, g, geo.output_extents(), "conv2d's result");
     return w;
   }
   template <class T, class Out, class X, class G, class W>
   static void run_cpu(const Out& out, const X& x, const G& g, const W&) {
-    conv_detail::backprop_filter<T>(conv_detail::checked_geometry("conv2d_backprop_filter", x.extents(), out.extents(), Stride, Padding),
+    conv_detail::backprop_filter<T>(conv_detail::checked_geometry("conv2d_backprop_filter", x.extents(), out.extents(), conv2d_backprop_filter_op::settings),
                                     x.data(), g.data(), out.data());
   }
   // <A, bpf(X, G)> = <conv2d(X, A), G>: so dX = conv2d_backprop_input(G, A) and dG = conv2d(X, A).
@@ -93,11 +95,11 @@ struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
     return conv_detail::sum_present(
         [&] {
           if constexpr (is_no_gradient_v<TX>) return no_gradient{};
-          else return conv2d_backprop_filter<Stride, Padding>(tx, g, w);
+          else return conv2d_backprop_filter<Stride, Padding, Dilation, Groups>(tx, g, w);
         }(),
         [&] {
           if constexpr (is_no_gradient_v<TG>) return no_gradient{};
-          else return conv2d_backprop_filter<Stride, Padding>(x, tg, w);
+          else return conv2d_backprop_filter<Stride, Padding, Dilation, Groups>(x, tg, w);
         }());
   }
 
@@ -119,12 +121,13 @@ struct conv2d_backprop_filter_op : conv2d_attributes<Stride, Padding> {
 };
 }  // namespace ops
 
-// The adjoint of conv2d<Stride, Padding>(x, w) with respect to w, for the adjoint g of its result; `like`
+// The adjoint of conv2d<Stride, Padding, Dilation, Groups>(x, w) with respect to w, for the adjoint g of its result; `like`
 // has w's shape (only its extents are read).
-template <std::size_t Stride = 1, padding Padding = padding::valid, expression X, expression G, expression W>
+template <std::size_t Stride = 1, padding Padding = padding::valid, std::size_t Dilation = 1, std::size_t Groups = 1,
+          expression X, expression G, expression W>
 auto conv2d_backprop_filter(const X& x, const G& g, const W& like, source_site where = source_site::current()) {
   detail::check_conv_operands<X, G>();
-  return make_kernel(ops::conv2d_backprop_filter_op<Stride, Padding>{}, where, x, g, like);
+  return make_kernel(ops::conv2d_backprop_filter_op<Stride, Padding, Dilation, Groups>{}, where, x, g, like);
 }
 }  // namespace symflow
 #endif  // SYMFLOW_OPS_CONV2D_BACKPROP_FILTER_HPP

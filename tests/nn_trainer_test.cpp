@@ -169,4 +169,63 @@ TEST(NnTrainer, RestoredRunContinuesBitForBit) {
   EXPECT_THROW(nn::trainer(m.loss(), nn::parameters_of(m.loss()), sgd({}), missing), value_error);
 }
 
+// nn::batch_norm in a training step: the running averages follow PyTorch's rule (momentum 0.1,
+// unbiased variance) from the values before each step, they are stored with the parameters but
+// not trained, and inference reads them.
+TEST(NnTrainer, BatchNormRunningAveragesFollowTheBatchStatistics) {
+  const auto x = placeholder<"x", double, shape<dyn, 4>>();
+  const auto t = placeholder<"t", double, shape<dyn, out>>();
+  nn::batch_norm<"bn", 4, double> bn;
+  nn::dense<"fit", 4, out, double> layer;
+  const auto loss = mean(square(layer(bn(x)) - t));
+  nn::trainer train(nn::with_updates(loss, bn.updates(x)), nn::parameters(bn, layer), sgd({.learning_rate = 0.05}));
+  EXPECT_EQ(nn::parameters(bn, layer).size(), 4u);  // gamma, beta, W, b: the running values are not trained
+  EXPECT_EQ(values(train.model(), "bn/running_mean"), std::vector<double>(4, 0.0));
+  EXPECT_EQ(values(train.model(), "bn/running_var"), std::vector<double>(4, 1.0));
+
+  std::vector<double> running_mean(4, 0.0), running_var(4, 1.0);
+  unsigned seed = 40;
+  for (std::size_t batch : {7u, 2u, 9u}) {
+    auto xv = random_values<shape<dyn, 4>>({batch, 4}, ++seed);
+    for (std::size_t i = 0; i < xv.size(); ++i) xv.data()[i] = 3 * xv.data()[i] + double(i % 4);  // channel means 0..3
+    const auto tv = random_values<shape<dyn, out>>({batch, out}, ++seed);
+    for (std::size_t c = 0; c < 4; ++c) {
+      double m = 0, ss = 0;
+      for (std::size_t r = 0; r < batch; ++r) m += xv(r, c) / double(batch);
+      for (std::size_t r = 0; r < batch; ++r) ss += (xv(r, c) - m) * (xv(r, c) - m);
+      running_mean[c] = 0.9 * running_mean[c] + 0.1 * m;
+      running_var[c] = 0.9 * running_var[c] + 0.1 * ss / double(batch - 1);
+    }
+    const double l = train.step(x = xv, t = tv);
+    EXPECT_TRUE(std::isfinite(l));
+    const auto got_mean = values(train.model(), "bn/running_mean"), got_var = values(train.model(), "bn/running_var");
+    for (std::size_t c = 0; c < 4; ++c) {
+      EXPECT_NEAR(got_mean[c], running_mean[c], 1e-12) << "batch of " << batch << ", channel " << c;
+      EXPECT_NEAR(got_var[c], running_var[c], 1e-12) << "batch of " << batch << ", channel " << c;
+    }
+  }
+  EXPECT_NE(values(train.model(), "bn/gamma"), std::vector<double>(4, 1.0));  // trained
+
+  // Inference: (x - running mean) / sqrt(running var + eps) * gamma + beta.
+  const auto xv = random_values<shape<dyn, 4>>({5, 4}, 90);
+  const auto served = eval(bn.inference(x), x = xv, train.model());
+  const auto gamma = values(train.model(), "bn/gamma"), beta = values(train.model(), "bn/beta");
+  for (std::size_t r = 0; r < 5; ++r)
+    for (std::size_t c = 0; c < 4; ++c)
+      EXPECT_NEAR(served(r, c), (xv(r, c) - running_mean[c]) / std::sqrt(running_var[c] + 1e-5) * gamma[c] + beta[c], 1e-12);
+
+  // A model whose store lacks the running values (a checkpoint of another model) is refused at the
+  // step, naming the value.
+  params without;
+  for (const auto& name : train.model().names())
+    if (name != "bn/running_var") without.set_entry(name, train.model().at(name));
+  nn::trainer other(nn::with_updates(loss, bn.updates(x)), nn::parameters(bn, layer), sgd({}), without);
+  try {
+    other.step(x = xv, t = random_values<shape<dyn, out>>({5, out}, 91));
+    ADD_FAILURE() << "no error";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("bn/running_var"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

@@ -1,6 +1,6 @@
 #pragma once
 // A layer's trainable tensor: a variable named "<layer>/<leaf>" together with the initializer that
-// draws its first value, and the rules by which layers and models made of layers list their variables
+// draws its first value; a layer's running value (stored and checkpointed, not trained); and the rules by which layers and models made of layers list their variables
 // and draw their first values.
 //
 // Anything with layers() -> a tuple (std::tie) of parameters, layers or models is a layer or a model:
@@ -48,6 +48,24 @@ struct parameter {
   }
 };
 
+// A layer's non-trainable tensor (batch normalisation's running averages): stored with the
+// parameters, drawn first from its initializer and saved in checkpoints, but not a variable the
+// optimiser updates. Its new value after a step is a state update (nn/state_updates.hpp).
+template <fixed_string Layer, fixed_string Leaf, class T, shape_spec S>
+struct running {
+  static_assert(S::is_static, "symflow: a layer's running value needs a shape without dyn extents");
+  using variable_type = variable<scoped_name<Layer, Leaf>, T, S>;
+  variable_type var;
+  any_initializer init;
+
+  running(any_initializer initializer, source_site where) : var(where), init(std::move(initializer)) {}
+  std::tuple<> variables() const { return {}; }
+  std::tuple<variable_type> running_values() const { return {var}; }
+  void initialize(params& store, std::uint64_t seed) const {
+    symflow::initialize(store, var, init, seed_for(seed, variable_type::name.view()));
+  }
+};
+
 template <class P>
 concept parameter_leaf = requires(const P& p, params& store, std::uint64_t seed) {
   p.variables();
@@ -68,7 +86,18 @@ auto variables_of(const L& l) {
   }
 }
 
-// Stores a first value for each variable of a parameter, a layer or a model.
+// The running values (non-trainable variables) of a parameter, a layer or a model.
+template <class L>
+auto running_values_of(const L& l) {
+  if constexpr (parameter_leaf<L>) {
+    if constexpr (requires { l.running_values(); }) return l.running_values();
+    else return std::tuple<>{};
+  } else {
+    return std::apply([](const auto&... parts) { return std::tuple_cat(running_values_of(parts)...); }, l.layers());
+  }
+}
+
+// Stores a first value for each variable (and running value) of a parameter, a layer or a model.
 template <class L>
 void initialize_all(const L& l, params& store, std::uint64_t seed) {
   if constexpr (parameter_leaf<L>) {

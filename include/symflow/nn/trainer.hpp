@@ -9,11 +9,14 @@
 //
 // The loss is an expression, or a function of a per-step seed that returns one (a model with dropout
 // draws a new mask every step: [&](std::uint64_t seed) { return loss_with(dropout(h, 0.5, seed)); }).
+// Either may come with state updates, nn::with_updates(loss, bn.updates(h)) (nn/state_updates.hpp):
+// running values computed in the step's pass and stored after it.
 // The step seed is derived from the trainer's seed and the optimiser's step count, so a run resumed
 // from a checkpoint draws the masks an uninterrupted one would.
 //
 // The model (parameter values) and the optimiser's state are two params stores: save them with
 // save_checkpoint (train/checkpoint.hpp) and give them back with restore().
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -30,6 +33,7 @@
 #include "../symbolic/gradient.hpp"
 #include "../train/optimizers.hpp"
 #include "parameters.hpp"
+#include "state_updates.hpp"
 
 namespace symflow::nn {
 
@@ -88,8 +92,11 @@ class trainer {
   double step_into(std::tuple<Out&...> outputs, const Args&... expressions_then_feeds) {
     constexpr std::size_t k = sizeof...(Out);
     static_assert(sizeof...(Args) >= k, "nn::trainer::step_into: give one expression per output tensor, then the feeds");
-    const auto loss = loss_at(step_count());
-    tensor<value_type_of<decltype(loss)>, shape<>> value;
+    const auto objective = loss_at(step_count());
+    const auto& loss = loss_of_objective(objective);
+    const auto updates = updates_of_objective(objective);
+    auto new_values = std::apply([](const auto&... u) { return std::tuple{updated_value_tensor(u)...}; }, updates);
+    tensor<value_type_of<std::remove_cvref_t<decltype(loss)>>, shape<>> value;
     const auto args = tie_plain(expressions_then_feeds...);
     // The loss and all gradients from one value_and_grad call: one reverse sweep, so a node with a
     // costly adjoint (a scan's backpropagation through time) runs its backward pass once, not once
@@ -97,27 +104,35 @@ class trainer {
     // output, so the model is neither run forward twice nor compiled as a typed forward pass.
     const auto loss_and_gradients =
         std::apply([&](const auto&... v) { return value_and_grad(loss, v...); }, variables_);
-    [&]<std::size_t... E, std::size_t... F>(std::index_sequence<E...>, std::index_sequence<F...>) {
+    [&]<std::size_t... E, std::size_t... F, std::size_t... U>(std::index_sequence<E...>, std::index_sequence<F...>,
+                                                                std::index_sequence<U...>) {
       std::apply(
           [&](auto&... g) {
             std::apply(
                 [&](const auto& value_expression, const auto&... dv) {
-                  eval_into(std::tie(value, std::get<E>(outputs)..., g...), value_expression, symflow::get<E>(args)...,
-                            dv..., symflow::get<k + F>(args)..., model_);
+                  eval_into(std::tie(value, std::get<E>(outputs)..., g..., std::get<U>(new_values)...), value_expression,
+                            symflow::get<E>(args)..., dv..., std::get<U>(updates).value...,
+                            symflow::get<k + F>(args)..., model_);
                 },
                 loss_and_gradients);
           },
           gradients_);
-    }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Args) - k>{});
+    }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Args) - k>{},
+      std::make_index_sequence<std::tuple_size_v<decltype(updates)>>{});
     gradient_norm_ = global_norm();
     if (options_.clip_global_norm > 0 && gradient_norm_ > options_.clip_global_norm)
       scale_gradients(options_.clip_global_norm / gradient_norm_);
     optimizer_.step(model_, state_, variables_, gradients_);
+    std::apply([&](const auto&... u) { std::apply([&](const auto&... t) { (store_update(u, t), ...); }, new_values); },
+               updates);
     return double(value[0]);
   }
 
   // The loss as the next step will compute it (with that step's seed).
-  auto loss() const { return loss_at(step_count()); }
+  auto loss() const {
+    const auto objective = loss_at(step_count());
+    return loss_of_objective(objective);  // a copy: the return type is deduced without the reference
+  }
   const variables_type& variables() const { return variables_; }
   const params& model() const { return model_; }
   params& model() { return model_; }
@@ -139,13 +154,23 @@ class trainer {
 
  private:
   auto loss_at(std::uint64_t step) const {
-    if constexpr (expression<Loss>) return loss_;
+    if constexpr (expression<Loss> || is_loss_with_updates_v<Loss>) return loss_;
     else return loss_(epoch_seed(options_.seed ^ 0xD1B54A32D192ED03ull, step));
   }
   void check_options() const {
     if (!(options_.clip_global_norm >= 0) || !std::isfinite(options_.clip_global_norm))
       throw value_error("nn::trainer: clip_global_norm must be finite and >= 0 (0: no clipping), got " +
                         std::to_string(options_.clip_global_norm));
+  }
+  template <class V, class E>
+  static auto updated_value_tensor(const state_update<V, E>&) {
+    return tensor<typename V::value_type, typename V::shape_type>();
+  }
+  // A running value's new value, written over the stored one (checked like a variable).
+  template <class V, class E>
+  void store_update(const state_update<V, E>&, const tensor<typename V::value_type, typename V::shape_type>& t) {
+    auto stored = model_.template view<typename V::value_type, typename V::shape_type>(std::string(V::name.view()));
+    std::copy(t.data(), t.data() + t.size(), stored.data());
   }
   // Throws value_error/shape_error naming the variable when store lacks it or holds another shape.
   template <class V>

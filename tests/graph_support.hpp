@@ -54,14 +54,14 @@ inline std::string graph_string(const graph& g, std::uint32_t id) {
       attrs += "]";
     }
     if (std::get<bool>(*n.attribute("keepdims"))) attrs += std::string(attrs.empty() ? "" : ", ") + "keepdims";
-  } else if (n.op == "slice" || n.op == "scatter") {
-    attrs = "axis=" + std::to_string(std::get<std::int64_t>(*n.attribute("axis"))) +
-            ", begin=" + std::to_string(std::get<std::int64_t>(*n.attribute("begin"))) +
-            ", end=" + std::to_string(std::get<std::int64_t>(*n.attribute("end")));
-    if (const std::int64_t step = std::get<std::int64_t>(*n.attribute("step")); step != 1) attrs += ", step=" + std::to_string(step);
-  } else if (n.op == "trilu") {
-    attrs = std::string("upper=") + (std::get<bool>(*n.attribute("upper")) ? "true" : "false") +
-            ", k=" + std::to_string(std::get<std::int64_t>(*n.attribute("k")));
+  } else if (const op_schema* schema = find_op_schema(n.op); schema && schema->prints_attributes) {
+    for (const attribute_spec& spec : schema->attributes) {  // key=value in the op's order, as to_string
+      const attribute_value& v = *n.attribute(spec.key);
+      attrs += (attrs.empty() ? "" : ", ") + std::string(spec.key) + "=";
+      if (const bool* b = std::get_if<bool>(&v)) attrs += *b ? "true" : "false";
+      else if (const std::int64_t* i = std::get_if<std::int64_t>(&v)) attrs += std::to_string(*i);
+      else ADD_FAILURE() << n.op << ": printed attribute " << spec.key << " is neither a flag nor an integer";
+    }
   }
   if (!attrs.empty()) out += ", " + attrs;
   return out + ")";

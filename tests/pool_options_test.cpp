@@ -18,6 +18,8 @@
 #include <symflow/runtime/interpreter.hpp>
 #include <symflow/symflow.hpp>
 
+#include "runtime_gradient_check.hpp"
+
 using namespace symflow;
 
 namespace {
@@ -203,13 +205,7 @@ TEST(PoolOptions, GradientsMatchCentralDifferences) {
                     sum(exp(avg_pool2d<2, 2, 1, pool_options::count_include_pad>(x)));
   const auto c = check_gradient(loss, x, x = xv);
   EXPECT_LT(c.max_relative_error, 1e-7) << c.symbolic_at_worst << " vs " << c.numeric_at_worst;
-  graph dg = differentiate(to_graph(loss), {"x"});
-  runtime_feeds feeds;
-  feeds.insert_or_assign("x", runtime_tensor(xv));
-  const auto out = interpreter(dg).run(feeds);
-  const auto want = eval(grad(loss, x), x = xv);
-  ASSERT_EQ(out.size(), 2u);
-  for (std::size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(out[1].data<double>()[k], want.data()[k], 1e-12) << k;
+  symflow::testing::expect_runtime_gradient_matches(loss, x, xv, 1e-12);
   // The tangent of average pooling (linear) against the gradient's transpose: <jvp(t), w> = <t, vjp(w)>.
   auto ones = constant(tensor<double, shape<2, 7, 6, 3>>({2, 7, 6, 3}, 1.0));
   const auto lin = sum(avg_pool2d<3, 2, 1, pool_options::ceil_mode | pool_options::count_include_pad>(x) * w);

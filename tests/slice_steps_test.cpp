@@ -20,6 +20,8 @@
 #include <symflow/runtime/interpreter.hpp>
 #include <symflow/symflow.hpp>
 
+#include "runtime_gradient_check.hpp"
+
 using namespace symflow;
 
 namespace {
@@ -184,13 +186,7 @@ TEST(SliceSteps, GradientsMatchCentralDifferences) {
   const auto c = check_gradient(loss, x, x = xv);
   EXPECT_LT(c.max_relative_error, 1e-7) << c.symbolic_at_worst << " vs " << c.numeric_at_worst;
   // The run-time gradient of the same graph equals the compiled one.
-  graph dg = differentiate(to_graph(loss), {"x"});
-  runtime_feeds feeds;
-  feeds.insert_or_assign("x", runtime_tensor(xv));
-  const auto out = interpreter(dg).run(feeds);
-  const auto want = eval(grad(loss, x), x = xv);
-  ASSERT_EQ(out.size(), 2u);
-  for (std::size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(out[1].data<double>()[k], want.data()[k], 1e-12) << k;
+  symflow::testing::expect_runtime_gradient_matches(loss, x, xv, 1e-12);
 }
 
 TEST(SliceSteps, BadStepsAndRangesAreShapeErrors) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -9,6 +10,14 @@
 namespace symflow {
 
 namespace detail {
+// An attribute value as printouts show it: integers signed (what a graph file stores), flags
+// true/false.
+template <class T>
+std::string attribute_value_string(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+  else if constexpr (std::is_integral_v<T>) return std::to_string(static_cast<std::int64_t>(v));
+  else return std::to_string(v);
+}
 template <class T>
 std::string literal_string(T v) {
   std::ostringstream os;
@@ -35,8 +44,14 @@ std::string attribute_string(const E& e) {
     }
     if (E::keep_dims) out += std::string(out.empty() ? "" : ", ") + "keepdims";
     return out;
-  } else if constexpr (requires { e.op.attributes(); }) {
-    return e.op.attributes();
+  } else if constexpr (requires { E::op_type::prints_attributes; }) {
+    // Ops whose attributes tell nodes apart in a printout (a slice's range): every attribute
+    // the op reports, as key=value in its order (a graph node's attributes print the same way).
+    std::string out;
+    e.op.visit_attributes([&](std::string_view key, const auto& value) {
+      out += (out.empty() ? "" : ", ") + std::string(key) + "=" + attribute_value_string(value);
+    });
+    return out;
   } else {
     return "";
   }

@@ -118,6 +118,7 @@ struct op_schema {
   std::size_t min_inputs, max_inputs;
   std::vector<attribute_spec> attributes;
   dtype_rule dtypes{};  // elementwise ops and kernels
+  bool prints_attributes = false;  // printouts show its attributes (expr/to_string.hpp)
 };
 
 namespace detail {
@@ -236,7 +237,8 @@ dtype_rule dtype_rule_of() {
 
 template <node_kind Kind, class Op>
 op_schema schema_of() {
-  op_schema s{Op::name, Kind, 1, 1, attribute_schema_of<Op>(), dtype_rule_of<Kind, Op>()};
+  op_schema s{Op::name, Kind, 1, 1, attribute_schema_of<Op>(), dtype_rule_of<Kind, Op>(),
+              requires { Op::prints_attributes; }};
   if constexpr (Kind == node_kind::elementwise) {
     s.min_inputs = s.max_inputs = rule_operands<Kind, Op>();
   } else if constexpr (Kind == node_kind::kernel) {

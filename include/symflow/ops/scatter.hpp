@@ -122,10 +122,8 @@ struct scatter_op {
     const auto r = slice_detail::runtime_range("scatter", a, axis, out.extents);
     scatter_detail::place(axis, r.begin, r.end, r.step, out.extents, dtype_size(out.type), in[0].data, out.data);
   }
-  std::string attributes() const {
-    return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end) +
-           (step == 1 ? "" : ", step=" + std::to_string(step));
-  }
+  // Printouts show the range (expr/to_string.hpp): two slices of one tensor are told apart.
+  static constexpr bool prints_attributes = true;
   template <class Y, class TA, class TB, class A, class B>
   auto tangent(const Y&, const TA& ta, const TB&, const A&, const B& like) const {
     if constexpr (is_no_gradient_v<TA>) return no_gradient{};

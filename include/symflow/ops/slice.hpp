@@ -114,10 +114,8 @@ struct slice_op {
     in.extents[axis] = slice_detail::count(b, e, s);
     return in;
   }
-  std::string attributes() const {
-    return "axis=" + std::to_string(Axis) + ", begin=" + std::to_string(begin) + ", end=" + std::to_string(end) +
-           (step == 1 ? "" : ", step=" + std::to_string(step));
-  }
+  // Printouts show the range (expr/to_string.hpp): two slices of one tensor are told apart.
+  static constexpr bool prints_attributes = true;
   // The attributes held as members, for an op of the same family (expr/derivative_rule.hpp).
   constexpr auto members() const { return std::tuple{begin, end, step}; }
   // Derivative rule (expr/derivative_rule.hpp): the adjoint scattered into zeros shaped like x.

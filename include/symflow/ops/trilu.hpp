@@ -100,7 +100,7 @@ struct trilu_op {
   static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
     trilu_detail::run(in[0].data, out.data, in[0].extents, a.boolean("upper"), a.integer("k"), dtype_size(out.type));
   }
-  std::string attributes() const { return std::string("upper=") + (Upper ? "true" : "false") + ", k=" + std::to_string(k); }
+  static constexpr bool prints_attributes = true;  // printouts show upper and k (expr/to_string.hpp)
   // The attributes held as members, for an op of the same family (expr/derivative_rule.hpp).
   constexpr auto members() const { return std::tuple{k}; }
   // Linear: the tangent is the same triangle of the operand's tangent.

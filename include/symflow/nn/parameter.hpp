@@ -52,18 +52,10 @@ struct parameter {
 // parameters, drawn first from its initializer and saved in checkpoints, but not a variable the
 // optimiser updates. Its new value after a step is a state update (nn/state_updates.hpp).
 template <fixed_string Layer, fixed_string Leaf, class T, shape_spec S>
-struct running {
-  static_assert(S::is_static, "symflow: a layer's running value needs a shape without dyn extents");
-  using variable_type = variable<scoped_name<Layer, Leaf>, T, S>;
-  variable_type var;
-  any_initializer init;
-
-  running(any_initializer initializer, source_site where) : var(where), init(std::move(initializer)) {}
-  std::tuple<> variables() const { return {}; }
-  std::tuple<variable_type> running_values() const { return {var}; }
-  void initialize(params& store, std::uint64_t seed) const {
-    symflow::initialize(store, var, init, seed_for(seed, variable_type::name.view()));
-  }
+struct running : parameter<Layer, Leaf, T, S> {
+  using parameter<Layer, Leaf, T, S>::parameter;
+  std::tuple<> variables() const { return {}; }  // not trained
+  std::tuple<typename running::variable_type> running_values() const { return {this->var}; }
 };
 
 template <class P>

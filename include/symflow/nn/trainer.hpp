@@ -48,6 +48,10 @@ auto variables_of_set(const P& p) {
   if constexpr (requires { p.variables(); }) return p.variables();
   else return p;  // a tuple of variables, as parameters_of(loss) returns
 }
+template <class V, class Tuple>
+inline constexpr bool in_tuple_v = false;
+template <class V, class... T>
+inline constexpr bool in_tuple_v<V, std::tuple<T...>> = (std::is_same_v<V, T> || ...);
 template <class Variables>
 struct gradient_tensors;
 template <class... V>
@@ -164,6 +168,9 @@ class trainer {
   }
   template <class V, class E>
   static auto updated_value_tensor(const state_update<V, E>&) {
+    static_assert(!detail::in_tuple_v<V, variables_type>,
+                  "nn::trainer: a state update's target is a trained variable too (the optimiser's update "
+                  "would be overwritten): update running values (nn::running) only");
     return tensor<typename V::value_type, typename V::shape_type>();
   }
   // A running value's new value, written over the stored one (checked like a variable).

@@ -93,6 +93,27 @@ TEST(Conv2D, GroupsKeepNonFiniteValuesInTheirGroup) {
   EXPECT_GT(non_finite, 0u);
 }
 
+// Depthwise (one input channel per group) runs its own direct loop: NaN stays in its channel's
+// outputs, and a padded position times an infinite weight is NaN, as in the GEMM path.
+TEST(Conv2D, DepthwiseKeepsTheGemmPathsSpecialValues) {
+  const auto x = placeholder<"x", double, any4>();
+  const auto w = placeholder<"w", double, any4>();
+  auto xv = random_tensor<double, any4>({1, 4, 5, 3}, -1, 1, 740);
+  auto wv = random_tensor<double, any4>({3, 3, 1, 6}, -1, 1, 741);  // multiplier 2
+  xv.data()[(2 * 5 + 2) * 3 + 1] = NAN;  // channel 1 feeds outputs 2 and 3
+  auto y = eval(conv2d<1, padding::same, 1, 3>(x, w), x = xv, w = wv);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const std::size_t o = i % 6;
+    if (o != 2 && o != 3) EXPECT_TRUE(std::isfinite(y.data()[i])) << "output channel " << o << ", element " << i;
+  }
+  EXPECT_TRUE(std::isnan(y.data()[(2 * 5 + 2) * 6 + 2]));
+  xv.data()[(2 * 5 + 2) * 3 + 1] = 0.5;
+  wv.data()[0 * 6 + 4] = INFINITY;  // tap (0, 0) of output 4: in the padding at output (0, 0)
+  y = eval(conv2d<1, padding::same, 1, 3>(x, w), x = xv, w = wv);
+  EXPECT_TRUE(std::isnan(y.data()[4])) << y.data()[4];
+  EXPECT_TRUE(std::isinf(y.data()[(1 * 5 + 1) * 6 + 4])) << "inside, the infinite weight meets an input";
+}
+
 TEST(Conv2D, GroupAndDilationShapeErrorsSayWhatDoesNotFit) {
   const auto x = placeholder<"x", float, any4>();
   const auto w = placeholder<"w", float, any4>();

@@ -15,6 +15,7 @@
 #include "conv2d_backprop_filter.hpp"
 #include "conv2d_backprop_input.hpp"
 #include "conv2d_columns.hpp"
+#include "conv2d_depthwise.hpp"
 #include "conv2d_geometry.hpp"
 #include "law_example.hpp"
 
@@ -24,8 +25,10 @@ namespace conv_detail {
 
 // Y = im2col(X) W, one GEMM per chunk of images and group (group g: its channels of X, its block of
 // W's and Y's columns).
+// Depthwise convolutions (one input channel per group) run a direct loop (conv2d_depthwise.hpp).
 template <class T>
 void forward(const geometry& g, const T* x, const T* w, T* y) {
+  if (is_depthwise(g)) return depthwise_forward(g, x, w, y);
   const std::size_t patch = g.patch(), rows = g.pixels();
   if (patch == 0) {
     std::fill_n(y, g.batch * g.pixels() * g.filters, T(0));

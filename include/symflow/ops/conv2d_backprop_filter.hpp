@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include "conv2d_columns.hpp"
+#include "conv2d_depthwise.hpp"
 #include "conv2d_geometry.hpp"
 // Its gradient and tangent are written with conv2d and conv2d_backprop_input.
 #include "conv2d.hpp"
@@ -23,6 +24,7 @@ namespace conv_detail {
 // dW = sum over images of im2col(X)^T dY, group by group (group g writes its block of dW's columns).
 template <class T>
 void backprop_filter(const geometry& g, const T* x, const T* dy, T* dw) {
+  if (is_depthwise(g)) return depthwise_backprop_filter(g, x, dy, dw);
   const std::size_t patch = g.patch(), rows = g.pixels();
   std::fill_n(dw, patch * g.filters, T(0));
   if (patch == 0 || rows == 0 || g.group_filters == 0) return;

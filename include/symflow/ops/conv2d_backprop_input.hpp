@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include "conv2d_columns.hpp"
+#include "conv2d_depthwise.hpp"
 #include "conv2d_geometry.hpp"
 // Its gradient and tangent are written with conv2d and conv2d_backprop_filter.
 #include "conv2d.hpp"
@@ -23,6 +24,7 @@ namespace conv_detail {
 // dX = col2im(dY W^T), group by group.
 template <class T>
 void backprop_input(const geometry& g, const T* dy, const T* w, T* dx) {
+  if (is_depthwise(g)) return depthwise_backprop_input(g, dy, w, dx);
   std::fill_n(dx, g.batch * g.input_image(), T(0));
   const std::size_t patch = g.patch(), rows = g.pixels();
   if (patch == 0 || rows == 0 || g.group_filters == 0) return;

@@ -31,6 +31,20 @@ inline std::ptrdiff_t tap_column(const geometry& g, std::size_t ow, std::size_t 
   return std::ptrdiff_t(ow * g.stride + kw * g.dilation) - std::ptrdiff_t(g.pad_left);
 }
 
+// acc[c*M + j] += in[c] * v[c*M + j] for the C input channels and their M outputs each; a tap in
+// the padding (in == nullptr) adds 0 * v, as the GEMM path's zero column entries do.
+template <class T>
+void accumulate_tap(T* acc, const T* in, const T* v, std::size_t C, std::size_t M) {
+  if (!in) {
+    for (std::size_t o = 0; o < C * M; ++o) acc[o] += T(0) * v[o];
+  } else if (M == 1) {
+    for (std::size_t o = 0; o < C; ++o) acc[o] += in[o] * v[o];
+  } else {
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t j = 0; j < M; ++j) acc[c * M + j] += in[c] * v[c * M + j];
+  }
+}
+
 // y[n, oh, ow, c*M + j] = sum over taps of x[n, ih, iw, c] * w[kh, kw, 0, c*M + j].
 template <class T>
 void depthwise_forward(const geometry& g, const T* x, const T* w, T* y) {
@@ -43,15 +57,7 @@ void depthwise_forward(const geometry& g, const T* x, const T* w, T* y) {
         for (std::size_t kh = 0; kh < g.k_h; ++kh)
           for (std::size_t kw = 0; kw < g.k_w; ++kw) {
             const T* in = input_row(g, x, n, tap_row(g, oh, kh), tap_column(g, ow, kw));
-            const T* wr = w + (kh * g.k_w + kw) * O;
-            if (!in) {
-              for (std::size_t o = 0; o < O; ++o) out[o] += T(0) * wr[o];
-            } else if (M == 1) {
-              for (std::size_t o = 0; o < O; ++o) out[o] += in[o] * wr[o];
-            } else {
-              for (std::size_t c = 0; c < C; ++c)
-                for (std::size_t j = 0; j < M; ++j) out[c * M + j] += in[c] * wr[c * M + j];
-            }
+            accumulate_tap(out, in, w + (kh * g.k_w + kw) * O, C, M);
           }
       }
   });
@@ -98,15 +104,7 @@ void depthwise_backprop_filter(const geometry& g, const T* x, const T* dy, T* dw
       for (std::size_t oh = 0; oh < g.out_h; ++oh)
         for (std::size_t ow = 0; ow < g.out_w; ++ow) {
           const T* grad = dy + ((n * g.out_h + oh) * g.out_w + ow) * O;
-          const T* in = input_row(g, x, n, tap_row(g, oh, kh), tap_column(g, ow, kw));
-          if (!in) {
-            for (std::size_t o = 0; o < O; ++o) acc[o] += T(0) * grad[o];
-          } else if (M == 1) {
-            for (std::size_t o = 0; o < O; ++o) acc[o] += in[o] * grad[o];
-          } else {
-            for (std::size_t c = 0; c < C; ++c)
-              for (std::size_t j = 0; j < M; ++j) acc[c * M + j] += in[c] * grad[c * M + j];
-          }
+          accumulate_tap(acc, input_row(g, x, n, tap_row(g, oh, kh), tap_column(g, ow, kw)), grad, C, M);
         }
   });
 }

@@ -10,14 +10,6 @@
 namespace symflow {
 
 namespace detail {
-// An attribute value as printouts show it: integers signed (what a graph file stores), flags
-// true/false.
-template <class T>
-std::string attribute_value_string(const T& v) {
-  if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-  else if constexpr (std::is_integral_v<T>) return std::to_string(static_cast<std::int64_t>(v));
-  else return std::to_string(v);
-}
 template <class T>
 std::string literal_string(T v) {
   std::ostringstream os;
@@ -48,8 +40,14 @@ std::string attribute_string(const E& e) {
     // Ops whose attributes tell nodes apart in a printout (a slice's range): every attribute
     // the op reports, as key=value in its order (a graph node's attributes print the same way).
     std::string out;
-    e.op.visit_attributes([&](std::string_view key, const auto& value) {
-      out += (out.empty() ? "" : ", ") + std::string(key) + "=" + attribute_value_string(value);
+    e.op.visit_attributes([&](std::string_view key, auto value) {
+      // Integers print signed, as a graph file stores them (trilu's k = -1 travels as a size_t).
+      using V = decltype(value);
+      const std::string text = [&] {
+        if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return literal_string(static_cast<std::int64_t>(value));
+        else return literal_string(value);
+      }();
+      out += (out.empty() ? "" : ", ") + std::string(key) + "=" + text;
     });
     return out;
   } else {

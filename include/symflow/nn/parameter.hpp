@@ -55,7 +55,6 @@ template <fixed_string Layer, fixed_string Leaf, class T, shape_spec S>
 struct running : parameter<Layer, Leaf, T, S> {
   using parameter<Layer, Leaf, T, S>::parameter;
   std::tuple<> variables() const { return {}; }  // not trained
-  std::tuple<typename running::variable_type> running_values() const { return {this->var}; }
 };
 
 template <class P>
@@ -75,17 +74,6 @@ auto variables_of(const L& l) {
     static_assert(composite<L>, "symflow: nn::variables_of takes a parameter, a layer or a model: an object with "
                                 "layers() returning a tuple (std::tie) of its layers or parameters");
     return std::apply([](const auto&... parts) { return std::tuple_cat(variables_of(parts)...); }, l.layers());
-  }
-}
-
-// The running values (non-trainable variables) of a parameter, a layer or a model.
-template <class L>
-auto running_values_of(const L& l) {
-  if constexpr (parameter_leaf<L>) {
-    if constexpr (requires { l.running_values(); }) return l.running_values();
-    else return std::tuple<>{};
-  } else {
-    return std::apply([](const auto&... parts) { return std::tuple_cat(running_values_of(parts)...); }, l.layers());
   }
 }
 

@@ -41,8 +41,8 @@ void forward(const geometry& g, const T* x, const T* w, T* y) {
     for (std::size_t group = 0; group < g.groups; ++group) {
       im2col(g, x, n0, count, group, col);
       Eigen::Map<const row_major<T>> cm(col, Eigen::Index(count * rows), Eigen::Index(patch));
-      group_block(y + n0 * rows * g.filters, count * rows, g.group_filters, g.filters, group).noalias() =
-          cm * group_block(w, patch, g.group_filters, g.filters, group);
+      group_block(y + n0 * rows * g.filters, count * rows, g.group_filters(), g.filters, group).noalias() =
+          cm * group_block(w, patch, g.group_filters(), g.filters, group);
     }
   }
 }

@@ -27,7 +27,7 @@ void backprop_filter(const geometry& g, const T* x, const T* dy, T* dw) {
   if (is_depthwise(g)) return depthwise_backprop_filter(g, x, dy, dw);
   const std::size_t patch = g.patch(), rows = g.pixels();
   std::fill_n(dw, patch * g.filters, T(0));
-  if (patch == 0 || rows == 0 || g.group_filters == 0) return;
+  if (patch == 0 || rows == 0 || g.group_filters() == 0) return;
   const std::size_t chunk = images_per_chunk(g);
   T* const col = column_buffer<T>(chunk * rows * patch);  // fully written before it is read
   for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
@@ -35,8 +35,8 @@ void backprop_filter(const geometry& g, const T* x, const T* dy, T* dw) {
     for (std::size_t group = 0; group < g.groups; ++group) {
       im2col(g, x, n0, count, group, col);
       Eigen::Map<const row_major<T>> cm(col, Eigen::Index(count * rows), Eigen::Index(patch));
-      group_block(dw, patch, g.group_filters, g.filters, group).noalias() +=
-          cm.transpose() * group_block(dy + n0 * rows * g.filters, count * rows, g.group_filters, g.filters, group);
+      group_block(dw, patch, g.group_filters(), g.filters, group).noalias() +=
+          cm.transpose() * group_block(dy + n0 * rows * g.filters, count * rows, g.group_filters(), g.filters, group);
     }
   }
 }

@@ -33,7 +33,7 @@ inline column_range columns_inside(const geometry& g, std::size_t ow) {
 // input row (negative or past the end: outside the image) and row the pixel's column-matrix row.
 template <class ColumnPtr, class RowOp>
 void for_each_filter_row(const geometry& g, ColumnPtr col, std::size_t first, std::size_t count, RowOp&& row_op) {
-  const std::size_t patch = g.patch(), rows = g.pixels(), run = g.k_w * g.group_channels;
+  const std::size_t patch = g.patch(), rows = g.pixels(), run = g.k_w * g.group_channels();
   for_each_image(count, rows * patch, [&](std::size_t i) {
     const std::size_t image = first + i;
     for (std::size_t oh = 0; oh < g.out_h; ++oh) {
@@ -52,7 +52,7 @@ void for_each_filter_row(const geometry& g, ColumnPtr col, std::size_t first, st
 // One group's column matrix for images [first, first + count).
 template <class T>
 void im2col(const geometry& g, const T* x, std::size_t first, std::size_t count, std::size_t group, T* col) {
-  const std::size_t C = g.channels, Cg = g.group_channels, run = g.k_w * Cg, step = g.dilation * C;
+  const std::size_t C = g.channels, Cg = g.group_channels(), run = g.k_w * Cg, step = g.dilation * C;
   const bool contiguous = g.dilation == 1 && Cg == C;  // a filter row's inputs are one run
   for_each_filter_row(g, col, first, count, [&](std::size_t image, T* dst, const column_range& cols, std::ptrdiff_t ih) {
     if (ih < 0 || ih >= std::ptrdiff_t(g.in_h) || cols.begin == cols.end) {
@@ -74,7 +74,7 @@ void im2col(const geometry& g, const T* x, std::size_t first, std::size_t count,
 // was copied from.
 template <class T>
 void col2im_add(const geometry& g, const T* col, std::size_t first, std::size_t count, std::size_t group, T* dx) {
-  const std::size_t C = g.channels, Cg = g.group_channels, step = g.dilation * C;
+  const std::size_t C = g.channels, Cg = g.group_channels(), step = g.dilation * C;
   const bool contiguous = g.dilation == 1 && Cg == C;  // a filter row's inputs are one run
   for_each_filter_row(g, col, first, count, [&](std::size_t image, const T* src, const column_range& cols, std::ptrdiff_t ih) {
     if (ih < 0 || ih >= std::ptrdiff_t(g.in_h)) return;

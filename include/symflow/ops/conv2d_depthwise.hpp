@@ -16,7 +16,7 @@
 
 namespace symflow::ops::conv_detail {
 
-inline bool is_depthwise(const geometry& g) { return g.groups > 1 && g.group_channels == 1; }
+inline bool is_depthwise(const geometry& g) { return g.groups > 1 && g.group_channels() == 1; }
 
 // Input row (image n, ih, iw) of x (or of its gradient), or nullptr where the tap falls in the padding.
 template <class Pointer>
@@ -48,7 +48,7 @@ void accumulate_tap(T* acc, const T* in, const T* v, std::size_t C, std::size_t 
 // y[n, oh, ow, c*M + j] = sum over taps of x[n, ih, iw, c] * w[kh, kw, 0, c*M + j].
 template <class T>
 void depthwise_forward(const geometry& g, const T* x, const T* w, T* y) {
-  const std::size_t C = g.channels, M = g.group_filters, O = g.filters, taps = g.k_h * g.k_w;
+  const std::size_t C = g.channels, M = g.group_filters(), O = g.filters, taps = g.k_h * g.k_w;
   for_each_image(g.batch, g.pixels() * O * taps, [&](std::size_t n) {
     for (std::size_t oh = 0; oh < g.out_h; ++oh)
       for (std::size_t ow = 0; ow < g.out_w; ++ow) {
@@ -66,7 +66,7 @@ void depthwise_forward(const geometry& g, const T* x, const T* w, T* y) {
 // dx[n, ih, iw, c] = sum over the outputs whose taps read it of sum_j dy[.., c*M + j] * w[tap, c*M + j].
 template <class T>
 void depthwise_backprop_input(const geometry& g, const T* dy, const T* w, T* dx) {
-  const std::size_t C = g.channels, M = g.group_filters, O = g.filters, taps = g.k_h * g.k_w;
+  const std::size_t C = g.channels, M = g.group_filters(), O = g.filters, taps = g.k_h * g.k_w;
   std::fill_n(dx, g.batch * g.input_image(), T(0));
   for_each_image(g.batch, g.pixels() * O * taps, [&](std::size_t n) {
     for (std::size_t oh = 0; oh < g.out_h; ++oh)
@@ -95,7 +95,7 @@ void depthwise_backprop_input(const geometry& g, const T* dy, const T* w, T* dx)
 // padded positions), one tap per thread.
 template <class T>
 void depthwise_backprop_filter(const geometry& g, const T* x, const T* dy, T* dw) {
-  const std::size_t C = g.channels, M = g.group_filters, O = g.filters, taps = g.k_h * g.k_w;
+  const std::size_t C = g.channels, M = g.group_filters(), O = g.filters, taps = g.k_h * g.k_w;
   std::fill_n(dw, taps * O, T(0));
   for_each_image(taps, g.batch * g.pixels() * O, [&](std::size_t tap) {
     const std::size_t kh = tap / g.k_w, kw = tap % g.k_w;

@@ -134,14 +134,16 @@ consteval bool adjoint_shapes_fit() {
 }
 
 // Everything the kernels need about one convolution, from runtime extents. `channels` and
-// `filters` count all groups; a group reads `group_channels` of the input and writes
-// `group_filters` of the output, and its column matrix has patch() columns.
+// `filters` count all groups; a group reads group_channels() of the input and writes
+// group_filters() of the output, and its column matrix has patch() columns.
 struct geometry {
   std::size_t batch = 0, in_h = 0, in_w = 0, channels = 0, k_h = 0, k_w = 0, filters = 0;
   std::size_t out_h = 0, out_w = 0, stride = 1, pad_top = 0, pad_left = 0;
-  std::size_t dilation = 1, groups = 1, group_channels = 0, group_filters = 0;
+  std::size_t dilation = 1, groups = 1;
 
-  std::size_t patch() const { return k_h * k_w * group_channels; }
+  std::size_t group_channels() const { return channels / groups; }
+  std::size_t group_filters() const { return filters / groups; }
+  std::size_t patch() const { return k_h * k_w * group_channels(); }
   std::size_t pixels() const { return out_h * out_w; }
   std::size_t input_image() const { return in_h * in_w * channels; }
   std::array<std::size_t, 4> output_extents() const { return {batch, out_h, out_w, filters}; }
@@ -180,7 +182,7 @@ geometry checked_geometry(const Who& who, const X& x, const Wt& w, const setting
   geometry g;
   g.batch = x[0], g.in_h = x[1], g.in_w = x[2], g.channels = x[3];
   g.k_h = w[0], g.k_w = w[1], g.filters = w[3], g.stride = s.stride;
-  g.dilation = s.dilation, g.groups = s.groups, g.group_channels = w[2], g.group_filters = w[3] / s.groups;
+  g.dilation = s.dilation, g.groups = s.groups;
   g.out_h = output_extent(g.in_h, span_h, s.stride, s.pad);
   g.out_w = output_extent(g.in_w, span_w, s.stride, s.pad);
   g.pad_top = padding_before(g.in_h, span_h, s.stride, s.pad);

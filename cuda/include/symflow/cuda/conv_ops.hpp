@@ -87,7 +87,7 @@ __global__ void col2im_gather_kernel(const T* __restrict__ dcol, T* __restrict__
 namespace detail {
 
 inline dev::conv_geometry device_geometry(const ops::conv_detail::geometry& g) {
-  return {g.in_h, g.in_w, g.channels, g.k_h, g.k_w, g.out_h, g.out_w, g.stride, g.pad_top, g.pad_left, g.dilation, g.group_channels};
+  return {g.in_h, g.in_w, g.channels, g.k_h, g.k_w, g.out_h, g.out_w, g.stride, g.pad_top, g.pad_left, g.dilation, g.group_channels()};
 }
 
 // Images per column buffer: at most 2^25 entries (128 MiB of floats) however large the batch.
@@ -120,7 +120,7 @@ void launch_im2col(const ops::conv_detail::geometry& g, const T* x, T* col, std:
   const std::size_t total = count * g.pixels() * g.patch();
   if (total == 0) return;
   dev::im2col_kernel<dev::canonical_t<T>><<<dev::grid_for(total, dev::block_threads), dev::block_threads, 0, s>>>(
-      x, col, device_geometry(g), first, group * g.group_channels, total);
+      x, col, device_geometry(g), first, group * g.group_channels(), total);
   SYMFLOW_CUDA_CHECK_LAUNCH("im2col_kernel");
 }
 
@@ -161,9 +161,9 @@ struct kernel_impl<ops::conv2d_op<Stride, Padding, Dilation, Groups>> {
     for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
       const std::size_t count = std::min(chunk, g.batch - n0);
       for (std::size_t group = 0; group < g.groups; ++group) {
-        const std::size_t o0 = group * g.group_filters;
+        const std::size_t o0 = group * g.group_filters();
         launch_im2col(g, lx.data, col, n0, count, group, ctx.stream);
-        row_major_gemm<T>(ctx, false, false, count * rows, g.group_filters, patch, col, patch, lw.data + o0, g.filters, T(0),
+        row_major_gemm<T>(ctx, false, false, count * rows, g.group_filters(), patch, col, patch, lw.data + o0, g.filters, T(0),
                           out + n0 * rows * g.filters + o0, g.filters);
       }
     }
@@ -194,9 +194,9 @@ struct kernel_impl<ops::conv2d_backprop_filter_op<Stride, Padding, Dilation, Gro
     for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
       const std::size_t count = std::min(chunk, g.batch - n0);
       for (std::size_t group = 0; group < g.groups; ++group) {
-        const std::size_t o0 = group * g.group_filters;
+        const std::size_t o0 = group * g.group_filters();
         launch_im2col(g, lx.data, col, n0, count, group, ctx.stream);
-        row_major_gemm<T>(ctx, true, false, patch, g.group_filters, count * rows, col, patch,
+        row_major_gemm<T>(ctx, true, false, patch, g.group_filters(), count * rows, col, patch,
                           ldy.data + n0 * rows * g.filters + o0, g.filters, n0 == 0 ? T(0) : T(1), out + o0, g.filters);
       }
     }
@@ -227,13 +227,13 @@ struct kernel_impl<ops::conv2d_backprop_input_op<Stride, Padding, Dilation, Grou
     for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
       const std::size_t count = std::min(chunk, g.batch - n0);
       for (std::size_t group = 0; group < g.groups; ++group) {
-        const std::size_t o0 = group * g.group_filters;
-        row_major_gemm<T>(ctx, false, true, count * rows, patch, g.group_filters, ldy.data + n0 * rows * g.filters + o0,
+        const std::size_t o0 = group * g.group_filters();
+        row_major_gemm<T>(ctx, false, true, count * rows, patch, g.group_filters(), ldy.data + n0 * rows * g.filters + o0,
                           g.filters, lw.data + o0, g.filters, T(0), dcol, patch);
-        const std::size_t total = count * g.in_h * g.in_w * g.group_channels;
+        const std::size_t total = count * g.in_h * g.in_w * g.group_channels();
         dev::col2im_gather_kernel<dev::canonical_t<T>><<<dev::grid_for(total, dev::block_threads), dev::block_threads, 0,
                                                          ctx.stream>>>(dcol, out + n0 * g.input_image(), device_geometry(g),
-                                                                       group * g.group_channels, total);
+                                                                       group * g.group_channels(), total);
         SYMFLOW_CUDA_CHECK_LAUNCH("col2im_gather_kernel");
       }
     }

@@ -7,6 +7,8 @@
 // and data at run time.
 #include "elementwise_support.hpp"
 
+#include <tuple>
+
 // ---------------------------------------------------------------------------------------------
 // Fused chains on the SIMD path, strided feeds, threading.
 
@@ -76,6 +78,42 @@ TEST(ElementwiseFused, EvalIntoReusesBuffer) {
   std::vector<double> want;
   for (double v : in) want.push_back(std::log(v));
   EXPECT_TRUE(all_close(out, want, zero_crossing_tolerance<double>(1)));
+}
+
+// Several outputs of one frame run as one pass; where every array has inner stride 1 the packets
+// skip the per-leaf stride tests. A column operand (inner stride 0), a strided view (stride 2) and
+// a rank-0 operand must each keep the pass on the tested reads, and a dense pass must stay right.
+TEST(ElementwiseFused, SeveralOutputsInOnePassWithBroadcastAndStridedOperands) {
+  const auto a = sf::placeholder<"a", float, shape<dyn, dyn>>();
+  const auto b = sf::placeholder<"b", float, shape<dyn, dyn>>();
+  const auto s = sf::placeholder<"s", float, shape<>>();
+  auto g = rng(9);
+  const std::size_t rows = 37, cols = 133;
+  const auto av = random_tensor<float, 2>({rows, cols}, -2, 2, g);
+  const auto column = random_tensor<float, 2>({rows, 1}, -2, 2, g);
+  const auto wide = random_tensor<float, 2>({rows, 2 * cols}, -2, 2, g);
+  const sf::tensor_view<const float, shape<dyn, dyn>> strided(wide.data(), {rows, cols}, {2 * cols, 2});
+  const auto sv = random_tensor<float, 0>({}, 0.5, 1.5, g);
+  const auto first = a * b + s;
+  const auto second = sf::exp(a - b) * s;
+  sf::tensor<float, shape<dyn, dyn>> out1, out2;
+  const auto check = [&](const char* what, const auto& bv, auto b_at) {
+    sf::eval_into(std::tie(out1, out2), first, second, a = av, b = bv, s = sv);
+    std::vector<double> want1, want2;
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j) {
+        const double x = av[i * cols + j], y = b_at(i, j);
+        want1.push_back(x * y + double(sv.data()[0]));
+        want2.push_back(std::exp(x - y) * double(sv.data()[0]));
+      }
+    EXPECT_TRUE(all_close(out1, want1, tolerance{1e-6, 1e-6})) << what;
+    EXPECT_TRUE(all_close(out2, want2, tolerance{4e-6, 1e-6})) << what;
+  };
+  const auto dense = random_tensor<float, 2>({rows, cols}, -2, 2, g);
+  check("dense", dense, [&](std::size_t i, std::size_t j) { return double(dense[i * cols + j]); });
+  check("strided", strided, [&](std::size_t i, std::size_t j) { return double(wide[i * 2 * cols + 2 * j]); });
+  const sf::tensor_view<const float, shape<dyn, dyn>> broadcast(column.data(), {rows, cols}, {1, 0});
+  check("column broadcast", broadcast, [&](std::size_t i, std::size_t) { return double(column[i]); });
 }
 
 // ---------------------------------------------------------------------------------------------

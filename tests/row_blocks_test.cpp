@@ -128,6 +128,12 @@ TEST(RowBlocks, MaxAndMinRowsKeepNaNAndSignedZeros) {
   for (std::size_t j = 0; j < C; ++j) v.data()[23 * C + j] = 0.f;
   v.data()[23 * C + 64] = -0.f;
   for (std::size_t j = 0; j < C; ++j) v.data()[29 * C + j] = inf;
+  // +Inf and -Inf in one lane of a group of four packets (and sums that overflow to both): the
+  // quick path's NaN test flags them, and the exact combine must still give the plain answer.
+  v.data()[31 * C + 0] = inf;
+  v.data()[31 * C + 16] = -inf;
+  for (std::size_t k = 0; k < 4; ++k) v.data()[37 * C + 1 + 16 * k] = k < 2 ? 3e38f : -3e38f;
+  v.data()[41 * C + C - 1] = nan;  // in the scalar tail (C = 131 is not a multiple of a packet)
   const auto top = eval(max(x, axes<-1>), x = v), bottom = eval(min(x, axes<-1>), x = v);
   for (std::size_t r = 0; r < R; ++r) {
     const float* in = v.data() + r * C;
@@ -151,6 +157,11 @@ TEST(RowBlocks, MaxAndMinRowsKeepNaNAndSignedZeros) {
   EXPECT_TRUE(top.data()[17] == 0 && std::signbit(top.data()[17]));
   EXPECT_TRUE(bottom.data()[23] == 0 && std::signbit(bottom.data()[23]));
   EXPECT_TRUE(std::isinf(bottom.data()[29]) && bottom.data()[29] > 0);
+  EXPECT_EQ(top.data()[31], inf);
+  EXPECT_EQ(bottom.data()[31], -inf);
+  EXPECT_EQ(top.data()[37], 3e38f);
+  EXPECT_EQ(bottom.data()[37], -3e38f);
+  EXPECT_TRUE(std::isnan(top.data()[41]) && std::isnan(bottom.data()[41]));
 }
 
 // Rank 3, blocked along the first axis, reducing the middle axis (not the innermost); a [1, T, C]

@@ -32,8 +32,8 @@ auto extremum_tangent(const TX& tx, const Y& y, const X& x, const Over& over) {
 
 // A quicker combine for the bulk of a row (the CPU evaluator's row reductions,
 // eval/cpu/fused_loop.hpp): the plain vector maximum (or minimum), whose NaN and signed-zero
-// results are unspecified. exact_lanes marks the lanes where it agrees with the op's packet_combine
-// for sure (not NaN); a part with another lane, or whose result is zero (+0 or -0), is combined
+// results are unspecified. exact_lanes marks the lanes where it surely agrees with the op's
+// packet_combine (no NaN); a part with another lane, or whose result is zero (+0 or -0), is combined
 // again with packet_combine, so results stay the same bits. Ops name it as `using unchecked`.
 template <bool Largest>
 struct unchecked_extremum {
@@ -47,9 +47,14 @@ struct unchecked_extremum {
     if constexpr (Largest) return simd::pm::predux_max(p);
     else return simd::pm::predux_min(p);
   }
+  // Lanes where none of the four packets is NaN, from one compare: their sum is NaN where one of
+  // them is, and elsewhere only where +Inf and -Inf (or overflowing sums) meet in a lane, which just
+  // sends the part to the exact combine.
   template <class P>
-  static P exact_lanes(const P& x) {
-    return simd::pm::pcmp_eq(x, x);
+  static P exact_lanes(const P& a, const P& b, const P& c, const P& d) {
+    namespace pm = simd::pm;
+    const P sum = pm::padd(pm::padd(a, b), pm::padd(c, d));
+    return pm::pcmp_eq(sum, sum);
   }
   template <class T>
   static bool result_exact(T part) {

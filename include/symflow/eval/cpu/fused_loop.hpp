@@ -57,7 +57,7 @@ inline constexpr bool fused_numerics_check = true;
 // One pass over the frame computing every element of a fused elementwise group into `out`
 // (dense, row-major). SIMD where every node of the group has a packet form, threads for large frames.
 // Returns whether every element written is finite (for check_numerics: x - x is NaN exactly when x
-// is not finite, and one add per packet keeps the answer while the values are in registers).
+// is not finite, and one bitwise or per packet keeps the answer while the values are in registers).
 // Intermediates whose answer no one reads pass WantFinite = false (and always get true).
 template <class T, class E, bool WantFinite = true>
 bool run_map(const E& root_in, frame f, T* out) {
@@ -115,7 +115,9 @@ bool run_map(const E& root_in, frame f, T* out) {
         const bool stream_row = stream && reinterpret_cast<std::uintptr_t>(o + j) % sizeof(P) == 0;
         for (; j + width <= stop; j += width) {
           const P p = local.template packet<P>(j);
-          if constexpr (WantFinite && fused_numerics_check) finite_packet = simd::pm::padd(finite_packet, simd::pm::psub(p, p));
+          // x - x is +0 (no bits set) for finite x and NaN otherwise: or-ing the bits keeps the
+          // answer on a one-cycle chain (an add chain bounded in-cache passes at 4 cycles a packet).
+          if constexpr (WantFinite && fused_numerics_check) finite_packet = simd::pm::por(finite_packet, simd::pm::psub(p, p));
           if constexpr (decltype(detail::stream_store(o, p))::value) {
             if (stream_row) {
               detail::stream_store(o + j, p);
@@ -187,16 +189,18 @@ SYMFLOW_INLINE T reduce_row(const E& e, std::size_t j, std::size_t stop) {
         // ops/extremum_rules.hpp) try it first.
         if constexpr (requires { typename Op::unchecked; }) {
           using quick = typename Op::unchecked;
-          P exact_so_far = pm::ptrue(identity);
-          part = combine_packets<T>(
-              e, j, end, identity,
-              [&](const P& a, const P& b) {
-                exact_so_far = pm::pand(exact_so_far, quick::exact_lanes(b));
-                return quick::combine(a, b);
-              },
-              [](const P& p) { return quick::reduce(p); });
-          // exact_so_far also saw the accumulators combined with each other: identities and
-          // values of `e`, so it flags exactly the operand lanes.
+          // One exactness test per four packets, off the accumulators' dependency chains.
+          P a0 = identity, a1 = a0, a2 = a0, a3 = a0, exact_so_far = pm::ptrue(identity);
+          for (std::size_t i = j; i < end; i += 4 * w) {
+            const P p0 = e.template packet<P>(i), p1 = e.template packet<P>(i + w);
+            const P p2 = e.template packet<P>(i + 2 * w), p3 = e.template packet<P>(i + 3 * w);
+            a0 = quick::combine(a0, p0);
+            a1 = quick::combine(a1, p1);
+            a2 = quick::combine(a2, p2);
+            a3 = quick::combine(a3, p3);
+            exact_so_far = pm::pand(exact_so_far, quick::exact_lanes(p0, p1, p2, p3));
+          }
+          part = T(quick::reduce(quick::combine(quick::combine(a0, a1), quick::combine(a2, a3))));
           if (pm::predux_any(pm::pandnot(pm::ptrue(exact_so_far), exact_so_far)) || !quick::result_exact(part))
             part = exact();
         } else {

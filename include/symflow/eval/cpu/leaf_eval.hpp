@@ -58,9 +58,12 @@ struct leaf_eval {
     inner_stride = in_frame[f.rank - 1];
   }
   SYMFLOW_INLINE T scalar(std::size_t j) const { return row[j * inner_stride]; }
-  template <class P>
+  // Dense: the caller has checked that every leaf of its pass has inner stride 1 (a pass over
+  // same-shaped arrays, an optimiser update), which takes the stride tests out of every packet.
+  template <class P, bool Dense = false>
   SYMFLOW_INLINE P packet(std::size_t j) const {
     namespace pm = simd::pm;
+    if constexpr (Dense) return pm::ploadu<P>(row + j);
     if (inner_stride == 1) return pm::ploadu<P>(row + j);
     if (inner_stride == 0) return pm::pset1<P>(*row);
     return gather<P>(row + j * inner_stride, inner_stride);
@@ -86,7 +89,7 @@ struct scalar_eval {
   void visit_strides(F&&) {}
   SYMFLOW_INLINE void set_row(const frame&, const row_cursor&) {}
   SYMFLOW_INLINE T scalar(std::size_t) const { return value; }
-  template <class P>
+  template <class P, bool Dense = false>
   SYMFLOW_INLINE P packet(std::size_t) const {
     return simd::pm::pset1<P>(value);
   }

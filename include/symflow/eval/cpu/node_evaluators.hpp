@@ -77,6 +77,12 @@ struct memory_eval : leaf_eval<T> {
   template <class Ctx>
   void prepare(Ctx&) {}
   const leaf_eval<T>& as_leaf() const { return *this; }
+  // A rank-0 tensor's strides are all 0 (they bind no collapse, and no pass needs to see them: a
+  // pass of dense arrays and scalars is still dense).
+  template <class F>
+  void visit_strides(F&& f) {
+    if constexpr (R > 0) leaf_eval<T>::visit_strides(f);
+  }
   // A rank-0 tensor (an optimiser's scalars, a learning rate fed as a tensor) is a broadcast in
   // every frame: read it without the inner-stride tests of leaf_eval, which a fused update with
   // seven such scalars paid for in every packet. (The same element either way.)
@@ -84,10 +90,10 @@ struct memory_eval : leaf_eval<T> {
     if constexpr (R == 0) return *this->data;
     else return leaf_eval<T>::scalar(j);
   }
-  template <class P>
+  template <class P, bool Dense = false>
   SYMFLOW_INLINE P packet(std::size_t j) const {
     if constexpr (R == 0) return simd::pm::pset1<P>(*this->data);
-    else return leaf_eval<T>::template packet<P>(j);
+    else return leaf_eval<T>::template packet<P, Dense>(j);
   }
 };
 
@@ -124,9 +130,9 @@ struct elementwise_eval {
     if constexpr (detail::reads_operand<Op, I>()) return get<I>(children).scalar(j);
     else return V{};
   }
-  template <std::size_t I, class P>
+  template <std::size_t I, class P, bool Dense>
   SYMFLOW_INLINE P packet_of(std::size_t j) const {
-    if constexpr (detail::reads_operand<Op, I>()) return get<I>(children).template packet<P>(j);
+    if constexpr (detail::reads_operand<Op, I>()) return get<I>(children).template packet<P, Dense>(j);
     else return simd::pm::pzero(P{});
   }
 
@@ -149,10 +155,10 @@ struct elementwise_eval {
       return T(op.apply(scalar_of<I>(j)...));
     }(std::index_sequence_for<C...>{});
   }
-  template <class P>
+  template <class P, bool Dense = false>
   SYMFLOW_INLINE P packet(std::size_t j) const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return op.packet(packet_of<I, P>(j)...);
+      return op.packet(packet_of<I, P, Dense>(j)...);
     }(std::index_sequence_for<C...>{});
   }
 };
@@ -206,12 +212,12 @@ struct reused_eval : Inner {
     }
     return s.scalar;
   }
-  template <class P>
+  template <class P, bool Dense = false>
   SYMFLOW_INLINE P packet(std::size_t j) const {
-    if (stored.data) return stored.template packet<P>(j);
+    if (stored.data) return stored.template packet<P, Dense>(j);
     slot& s = cache();
     if (s.packet_at != j) {
-      s.packet = Inner::template packet<P>(j);
+      s.packet = Inner::template packet<P, Dense>(j);
       s.packet_at = j;
     }
     return s.packet;
@@ -311,9 +317,9 @@ struct materialised_base {
   }
   SYMFLOW_INLINE void set_row(const frame& f, const row_cursor& c) { result.set_row(f, c); }
   SYMFLOW_INLINE T scalar(std::size_t j) const { return result.scalar(j); }
-  template <class P>
+  template <class P, bool Dense = false>
   SYMFLOW_INLINE P packet(std::size_t j) const {
-    return result.template packet<P>(j);
+    return result.template packet<P, Dense>(j);
   }
 };
 

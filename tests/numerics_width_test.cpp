@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include <symflow/debug/localise.hpp>
 #include <symflow/symflow.hpp>
@@ -114,4 +115,37 @@ TEST(CheckNumerics, SoftplusAndSigmoidUnderflowLikeExpAtEveryPosition) {
                                  {-INFINITY, -2000.0, -745.5, -745.0, -730.0, -720.0, -709.9, -708.5});
   expect_bits_everywhere<double>("sigmoid", sg, sigmoid_reference<double>, sigmoid_exact,
                                  {-INFINITY, -2000.0, -745.5, -745.0, -730.0, -720.0, -709.9, -709.5});
+}
+
+// log's own AVX-512 form (mask registers instead of Eigen's vector masks) must give the bits of
+// Eigen's float log, which every other width uses: every 251st float bit pattern (all signs,
+// exponents and NaN payloads; NaN bits too), and the specials, through eval (SIMD body and scalar tail alike).
+TEST(CheckNumerics, LogGivesEigensBitsOnEveryWidth) {
+  using P = simd::packet_t<float>;
+  std::vector<float> values;
+  for (std::uint64_t b = 0; b < (std::uint64_t(1) << 32); b += 251) values.push_back(std::bit_cast<float>(std::uint32_t(b)));
+  for (float v : {0.f, -0.f, 1.f, 0.5f, 0.70710677f, 0.70710683f, std::numeric_limits<float>::min(),
+                  std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(),
+                  std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN()})
+    values.push_back(v);
+  values.push_back(2.f);  // an odd count: the last elements run in the scalar tail
+  const std::size_t n = values.size();
+  tensor<float, shape<dyn>> in({n}, 0.f);
+  std::copy(values.begin(), values.end(), in.data());
+  const auto x = placeholder<"x", float, shape<dyn>>();
+  const auto got = eval(log(x), x = in);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    // Eigen's float log on a packet holding the value; denormals are scaled into the normal range
+    // first (log's doc), as here.
+    const float v = values[i];
+    const bool denormal = v > 0 && v < std::numeric_limits<float>::min();
+    const P p = simd::pm::pset1<P>(denormal ? v * 0x1p24f : v);
+    float want = simd::pm::pfirst(Eigen::internal::plog_float(p));
+    if (denormal) want -= 16.635532333438687f;
+    if (std::bit_cast<std::uint32_t>(got.data()[i]) != std::bit_cast<std::uint32_t>(want) && ++bad <= 5)
+      ADD_FAILURE() << "log(" << v << ") = " << got.data()[i] << ", Eigen " << want;
+  }
+  EXPECT_EQ(bad, 0u);
 }

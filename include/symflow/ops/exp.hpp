@@ -22,7 +22,7 @@ struct exp_op : floating_result {
   static constexpr std::string_view doc =
       "exp(x) = e^x, elementwise; f32 or f64. exp(-Inf) = 0, exp(+Inf) = +Inf, exp(±0) = 1, NaN stays "
       "NaN. On the host it is Eigen's vectorized exp where the result is a normal number (x in [-87, "
-      "88] for f32, [-708, 709] for f64; not necessarily std::exp's bits) and std::exp outside that "
+      "87] for f32, [-708, 709] for f64; not necessarily std::exp's bits) and std::exp outside that "
       "range (denormals, then exactly 0 below about -103.97 in f32, +Inf above about 88.72), so a "
       "result does not depend on the SIMD width or the element's position. simplify: exp(0) -> 1, and "
       "exp(log x) -> x only where x is known to be non-negative. Gradient: g * y (y = exp(x)). "
@@ -46,9 +46,9 @@ struct exp_op : floating_result {
   // float: Eigen's range reduction and polynomial (pexp's, so values agree with it bit for bit where
   // exp(x) is a normal number), with the power of two applied in two exact steps of its own instead
   // of pexp's clamped ldexp: the same bits for every SIMD width, -Inf and arguments below -104 give
-  // 0 and above 89 +Inf with no slow path (softmax's masked -Inf logits are common). Lanes whose
-  // result is a denormal or near overflow (x in (-104, -87) or (88, 89)) take std::exp, as
-  // before: there the polynomial's last ulp would decide where exp underflows to 0.
+  // 0 and above 104 +Inf with no slow path (softmax's masked -Inf logits are common). Lanes whose
+  // result is a denormal or near overflow (|x| in (87, 104)) take std::exp: there the polynomial's
+  // last ulp would decide where exp underflows to 0.
   // double (and float without SIMD integers): pexp where exp(x) is a normal number. Outside that
   // range it depends on the packet width (SSE/AVX2 clamp the argument; double pexp never reaches
   // 0), so such lanes, rare in practice, take std::exp. NaN lanes stay NaN.
@@ -58,18 +58,18 @@ struct exp_op : floating_result {
     using T = typename pm::unpacket_traits<P>::type;
     if constexpr (std::is_same_v<T, float> && requires { typename pm::unpacket_traits<P>::integer_packet; }) {
       const P y = exp_float(x);
-      // x in (-104, -87) or (88, 89). With AVX-512 the test stays in mask registers (Eigen's
-      // compares widen each mask to a vector, a third of exp's time here).
+      // |x| in (87, 104): the results that are denormal or near overflow (x in (-104, -87) or (88,
+      // 89)), and some that take the same std::exp although the polynomial would do (x in (87, 88]
+      // or [89, 104), where the clamp already gives +Inf). One band around 95.5 is two fewer
+      // compares than two bands; softmax's arguments (x - max <= 0) never reach the positive half.
 #if defined(__AVX512F__)
+      // With AVX-512 the test stays in a mask register (Eigen's compares widen each mask to a vector).
       if constexpr (sizeof(P) == 64) {
-        const __mmask16 band =
-            _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_add_ps(x, _mm512_set1_ps(95.5f))), _mm512_set1_ps(8.5f), _CMP_LT_OQ) |
-            _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(x, _mm512_set1_ps(88.5f))), _mm512_set1_ps(0.5f), _CMP_LT_OQ);
-        if (band == 0) return y;
+        const __m512 distance = _mm512_abs_ps(_mm512_sub_ps(_mm512_abs_ps(x), _mm512_set1_ps(95.5f)));
+        if (_mm512_cmp_ps_mask(distance, _mm512_set1_ps(8.5f), _CMP_LT_OQ) == 0) return y;
       }
 #endif
-      const P band = pm::por(pm::pcmp_lt(pm::pabs(pm::padd(x, pm::pset1<P>(95.5f))), pm::pset1<P>(8.5f)),
-                             pm::pcmp_lt(pm::pabs(pm::psub(x, pm::pset1<P>(88.5f))), pm::pset1<P>(0.5f)));
+      const P band = pm::pcmp_lt(pm::pabs(pm::psub(pm::pabs(x), pm::pset1<P>(95.5f))), pm::pset1<P>(8.5f));
       return pm::predux_any(band) ? with_std_exp(x, y, band) : y;
     } else {
       constexpr T lo = sizeof(T) == 4 ? T(-87) : T(-708), hi = sizeof(T) == 4 ? T(88) : T(709);
@@ -115,8 +115,8 @@ struct exp_op : floating_result {
     // (AVX-512's scalef computes the same correctly rounded product in one instruction.)
 #if defined(__AVX512F__)
     if constexpr (simd::packet_size<float> == 16 && sizeof(P) == 64) {
-      const P scaled = _mm512_scalef_ps(y, n);
-      return pm::pselect(pm::pcmp_eq(x, x), scaled, x);
+      // NaN lanes are x itself (the clamp lost them); the select stays in a mask register.
+      return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_ORD_Q), x, _mm512_scalef_ps(y, n));
     } else
 #endif
     {

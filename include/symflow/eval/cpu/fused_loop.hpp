@@ -30,6 +30,13 @@ std::size_t gather_stride_arrays(E& root, frame_strides& extra, std::array<frame
   return count;
 }
 
+// An expression whose packet is a long dependency chain (it contains a transcendental op: those
+// declare `costly`) is computed four packets per step, so that the core overlaps four chains
+// (docs/benchmarks.md, "Model-block patterns"); cheap maps are bound by memory and stay one
+// packet a step, which also keeps their code, and compile time, small.
+template <class E>
+inline constexpr bool latency_bound_v = requires { requires E::latency_bound; };
+
 template <class T, class E>
 inline constexpr bool packet_path = E::vectorizable && std::is_same_v<typename E::value_type, T> &&
                                     std::is_floating_point_v<T>;
@@ -113,19 +120,27 @@ bool run_map(const E& root_in, frame f, T* out) {
         // Streaming or not, the same packets are computed; only the store instruction differs (one
         // loop body, so the expression's packet code is instantiated once).
         const bool stream_row = stream && reinterpret_cast<std::uintptr_t>(o + j) % sizeof(P) == 0;
-        for (; j + width <= stop; j += width) {
-          const P p = local.template packet<P>(j);
-          // x - x is +0 (no bits set) for finite x and NaN otherwise: or-ing the bits keeps the
-          // answer on a one-cycle chain (an add chain bounded in-cache passes at 4 cycles a packet).
-          if constexpr (WantFinite && fused_numerics_check) finite_packet = simd::pm::por(finite_packet, simd::pm::psub(p, p));
-          if constexpr (decltype(detail::stream_store(o, p))::value) {
-            if (stream_row) {
-              detail::stream_store(o + j, p);
-              continue;
+        // `Step` packets at a time: a step's packets are independent, so the core overlaps their
+        // dependency chains (detail::latency_bound_v).
+        const auto packets = [&]<std::size_t... K>(std::index_sequence<K...>) {
+          constexpr std::size_t step = sizeof...(K) * width;
+          for (; j + step <= stop; j += step) {
+            const P p[] = {local.template packet<P>(j + K * width)...};
+            // x - x is +0 (no bits set) for finite x and NaN otherwise: or-ing the bits keeps the
+            // answer on a one-cycle chain (an add chain bounded in-cache passes at 4 cycles a packet).
+            if constexpr (WantFinite && fused_numerics_check)
+              ((finite_packet = simd::pm::por(finite_packet, simd::pm::psub(p[K], p[K]))), ...);
+            if constexpr (decltype(detail::stream_store(o, p[0]))::value) {
+              if (stream_row) {
+                (detail::stream_store(o + j + K * width, p[K]), ...);
+                continue;
+              }
             }
+            (simd::pm::pstoreu(o + j + K * width, p[K]), ...);
           }
-          simd::pm::pstoreu(o + j, p);
-        }
+        };
+        if constexpr (detail::latency_bound_v<E>) packets(std::make_index_sequence<4>{});
+        packets(std::make_index_sequence<1>{});
       }
       for (; j < stop; ++j) {
         o[j] = local.scalar(j);

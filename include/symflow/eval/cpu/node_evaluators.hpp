@@ -112,6 +112,9 @@ struct elementwise_eval {
   static constexpr bool vectorizable =
       detail::has_packet<Op, T, sizeof...(C)> && (C::vectorizable && ...) &&
       (std::is_same_v<typename C::value_type, T> && ...);
+  // A transcendental op (one that declares `costly`) in the tree: fused loops step four packets
+  // at a time (fused_loop.hpp, latency_bound_v).
+  static constexpr bool latency_bound = requires { Op::costly; } || (detail::latency_bound_v<C> || ...);
   plain_tuple<C...> children;  // not std::tuple: see core/plain_tuple.hpp
   [[no_unique_address]] Op op;
   extents_t<R> extents{};

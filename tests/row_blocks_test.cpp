@@ -118,6 +118,29 @@ TEST(RowBlocks, LogsumexpAndLayerNormMatchFloat64) {
   expect_close(ln.data(), want_ln, 1e-5, "layer_norm");
 }
 
+// max and min of every row of v, as the exact IEEE combine gives them: a NaN anywhere gives NaN;
+// +0 beats -0 for max, -0 for min.
+void expect_extrema_of_rows(const matrix& v, const tensor<float, shape<dyn>>& top, const tensor<float, shape<dyn>>& bottom) {
+  const std::size_t rows = v.extents()[0], cols = v.extents()[1];
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* in = v.data() + r * cols;
+    float want_max = -inf, want_min = inf;
+    bool has_nan = false;
+    for (std::size_t c = 0; c < cols; ++c) {
+      has_nan |= std::isnan(in[c]);
+      if (in[c] > want_max || (in[c] == 0 && want_max == 0 && !std::signbit(in[c]))) want_max = in[c];
+      if (in[c] < want_min || (in[c] == 0 && want_min == 0 && std::signbit(in[c]))) want_min = in[c];
+    }
+    if (has_nan) {
+      EXPECT_TRUE(std::isnan(top.data()[r])) << "row " << r;
+      EXPECT_TRUE(std::isnan(bottom.data()[r])) << "row " << r;
+    } else {
+      EXPECT_EQ(std::memcmp(&top.data()[r], &want_max, sizeof(float)), 0) << "max of row " << r << ": " << top.data()[r];
+      EXPECT_EQ(std::memcmp(&bottom.data()[r], &want_min, sizeof(float)), 0) << "min of row " << r << ": " << bottom.data()[r];
+    }
+  }
+}
+
 // max and min over rows take the plain vector max first; NaN, signed zeros and -Inf rows must come
 // out as the exact combine gives them (a NaN anywhere: NaN; +0 beats -0 for max, -0 for min).
 TEST(RowBlocks, MaxAndMinRowsKeepNaNAndSignedZeros) {
@@ -135,23 +158,7 @@ TEST(RowBlocks, MaxAndMinRowsKeepNaNAndSignedZeros) {
   for (std::size_t k = 0; k < 4; ++k) v.data()[37 * C + 1 + 16 * k] = k < 2 ? 3e38f : -3e38f;
   v.data()[41 * C + C - 1] = nan;  // in the scalar tail (C = 131 is not a multiple of a packet)
   const auto top = eval(max(x, axes<-1>), x = v), bottom = eval(min(x, axes<-1>), x = v);
-  for (std::size_t r = 0; r < R; ++r) {
-    const float* in = v.data() + r * C;
-    float want_max = -inf, want_min = inf;
-    bool has_nan = false;
-    for (std::size_t c = 0; c < C; ++c) {
-      has_nan |= std::isnan(in[c]);
-      if (in[c] > want_max || (in[c] == 0 && want_max == 0 && !std::signbit(in[c]))) want_max = in[c];
-      if (in[c] < want_min || (in[c] == 0 && want_min == 0 && std::signbit(in[c]))) want_min = in[c];
-    }
-    if (has_nan) {
-      EXPECT_TRUE(std::isnan(top.data()[r])) << "row " << r;
-      EXPECT_TRUE(std::isnan(bottom.data()[r])) << "row " << r;
-    } else {
-      EXPECT_EQ(std::memcmp(&top.data()[r], &want_max, sizeof(float)), 0) << "max of row " << r << ": " << top.data()[r];
-      EXPECT_EQ(std::memcmp(&bottom.data()[r], &want_min, sizeof(float)), 0) << "min of row " << r << ": " << bottom.data()[r];
-    }
-  }
+  expect_extrema_of_rows(v, top, bottom);
   // The planted rows, spelled out: -0 beside one +0 gives +0; -0 beside -1 gives -0.
   EXPECT_TRUE(top.data()[19] == 0 && !std::signbit(top.data()[19]));
   EXPECT_TRUE(top.data()[17] == 0 && std::signbit(top.data()[17]));
@@ -162,6 +169,26 @@ TEST(RowBlocks, MaxAndMinRowsKeepNaNAndSignedZeros) {
   EXPECT_EQ(top.data()[37], 3e38f);
   EXPECT_EQ(bottom.data()[37], -3e38f);
   EXPECT_TRUE(std::isnan(top.data()[41]) && std::isnan(bottom.data()[41]));
+}
+
+// Rows shorter than a packet are combined element by element with a branch-free select, redone
+// exactly where a NaN or a zero result appears: rows of 7 with NaN, zeros of both signs (alone and
+// beside negatives), -Inf rows and +Inf beside -Inf.
+TEST(RowBlocks, MaxAndMinOfNarrowRowsKeepNaNAndSignedZeros) {
+  const auto x = placeholder<"x", float, shape<dyn, dyn>>();
+  constexpr std::size_t rows = 4099, cols = 7;
+  matrix v = random_matrix(rows, cols, 5);
+  std::mt19937 rng(6);
+  const float specials[] = {nan, 0.f, -0.f, inf, -inf};
+  for (std::size_t k = 0; k < rows; k += 3) v.data()[k * cols + rng() % cols] = specials[rng() % 5];
+  for (std::size_t c = 0; c < cols; ++c) v.data()[10 * cols + c] = c % 2 ? -0.f : -1.f;  // max -0
+  for (std::size_t c = 0; c < cols; ++c) v.data()[11 * cols + c] = c % 2 ? 0.f : 1.f;    // min +0
+  for (std::size_t c = 0; c < cols; ++c) v.data()[12 * cols + c] = -inf;
+  const auto top = eval(max(x, axes<-1>), x = v), bottom = eval(min(x, axes<-1>), x = v);
+  expect_extrema_of_rows(v, top, bottom);
+  EXPECT_TRUE(top.data()[10] == 0 && std::signbit(top.data()[10]));
+  EXPECT_TRUE(bottom.data()[11] == 0 && !std::signbit(bottom.data()[11]));
+  EXPECT_EQ(top.data()[12], -inf);
 }
 
 // Rank 3, blocked along the first axis, reducing the middle axis (not the innermost); a [1, T, C]

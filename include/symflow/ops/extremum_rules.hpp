@@ -42,6 +42,12 @@ struct unchecked_extremum {
     if constexpr (Largest) return simd::pm::pmax(a, b);
     else return simd::pm::pmin(a, b);
   }
+  // The same on scalars (a select, not a branch); NaN and the sign of a zero result unspecified.
+  template <class T>
+  static T combine_scalar(T a, T b) {
+    if constexpr (Largest) return a < b ? b : a;
+    else return b < a ? b : a;
+  }
   template <class P>
   static auto reduce(const P& p) {
     if constexpr (Largest) return simd::pm::predux_max(p);

@@ -105,6 +105,10 @@ struct literal_eval : scalar_eval<T> {
   void prepare(Ctx&) {}
 };
 
+// Ops that cost more to recompute than to read back (exp, log, tanh, ...) declare `costly`.
+template <class Op>
+inline constexpr bool is_costly_op_v = requires { Op::costly; };
+
 template <class Op, class T, std::size_t R, class... C>
 struct elementwise_eval {
   using value_type = T;
@@ -114,7 +118,7 @@ struct elementwise_eval {
       (std::is_same_v<typename C::value_type, T> && ...);
   // A transcendental op (one that declares `costly`) in the tree: fused loops step four packets
   // at a time (fused_loop.hpp, latency_bound_v).
-  static constexpr bool latency_bound = requires { Op::costly; } || (detail::latency_bound_v<C> || ...);
+  static constexpr bool latency_bound = is_costly_op_v<Op> || (detail::latency_bound_v<C> || ...);
   plain_tuple<C...> children;  // not std::tuple: see core/plain_tuple.hpp
   [[no_unique_address]] Op op;
   extents_t<R> extents{};
@@ -226,9 +230,6 @@ struct reused_eval : Inner {
     return s.packet;
   }
 };
-
-template <class Op>
-inline constexpr bool is_costly_op_v = requires { Op::costly; };
 
 // How often E occurs across the outputs being evaluated (2 when they are not known: reuse is safe).
 template <class E, class Ctx>

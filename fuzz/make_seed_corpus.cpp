@@ -14,6 +14,8 @@
 
 #include <symflow/graph/all.hpp>
 #include <symflow/io/json.hpp>
+#include <symflow/runtime/builder.hpp>
+#include <symflow/runtime/grad.hpp>
 #include <symflow/symflow.hpp>
 
 using namespace symflow;
@@ -212,6 +214,35 @@ void write_bad_npy() {
               npy_with_header("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"));
 }
 
+// Control flow: a scan whose body holds a cond, a while, and their gradient (scan_adjoint, cond of
+// the branches' gradients, while_adjoint), so mutation reaches sub-graphs nested two deep.
+graph control_flow_graph() {
+  auto unary = [](auto make) {
+    graph_builder b;
+    auto s = b.input("s", dtype::f32, {2});
+    auto x = b.input("x", dtype::f32, {2});
+    return b.build({make(s, x)});
+  };
+  const graph add = unary([](auto s, auto x) { return s + x; });
+  const graph halve = unary([](auto s, auto) { return s * 0.5; });
+  graph_builder body;
+  auto s = body.input("s", dtype::f32, {2});
+  auto x = body.input("x", dtype::f32, {2});
+  const graph step = body.build({cond(sum(x) > 0.0, add, halve, {s, x})});
+  graph_builder c;
+  auto v = c.input("v", dtype::f32, {2});
+  const graph below = c.build({sum(v) < 10.0});
+  graph_builder d;
+  auto w = d.input("v", dtype::f32, {2});
+  const graph twice = d.build({w * 2.0});
+  graph_builder b;
+  auto s0 = b.input("s0", dtype::f32, {2});
+  auto xs = b.input("xs", dtype::f32, {-1, 2});
+  auto states = scan(step, s0, xs);
+  auto last = while_loop(below, twice, s0, {}, 16);
+  return differentiate(b.build({sum(states) + sum(last)}), {"s0", "xs"});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -230,6 +261,7 @@ int main(int argc, char** argv) {
   write_graph("pooling-slices-trilu", pooling_slices_trilu());
   write_graph("conv-dilated-grouped", conv_dilated_grouped());
   write_graph("empty", empty());
+  write_graph("control-flow", control_flow_graph());
 
   write_array("f32-2x3", write_npy(tensor<float, shape<2, 3>>{{1, 2, 3}, {-0.5f, 0, 1e-40f}}));
   write_array("f64-4", write_npy(tensor<double, shape<4>>{0.1, -1e300, std::numeric_limits<double>::infinity(), 2}));

@@ -302,7 +302,8 @@ TEST(GraphSerialize, JsonRefusesMalformedAndHostileText) {
   expect_graph_error([&] { load_graph_json(""); }, {"malformed JSON"});
   expect_graph_error([&] { load_graph_json("[1, 2]"); }, {"expected an object"});
   // Refused at the first level deeper than any graph file needs, before the parser builds the rest.
-  expect_graph_error([&] { load_graph_json(std::string(200000, '[')); }, {"graph JSON: /0/0/0/", "nesting deeper than 16"});
+  const std::string depth = std::to_string(detail::json_structure_guard::max_depth);
+  expect_graph_error([&] { load_graph_json(std::string(200000, '[')); }, {"graph JSON: /0/0/0/", "nesting deeper than " + depth});
   expect_graph_error([&] { load_graph_json(replace_once(good, "\"symflow.graph\"", "\"onnx\"")); },
                      {"/format", "\"onnx\" is not \"symflow.graph\""});
   expect_graph_error([&] { load_graph_json(replace_once(good, "\"version\": 1", "\"version\": 7")); },
@@ -344,8 +345,12 @@ TEST(GraphSerialize, JsonRefusesDuplicateKeysAndHugeObjects) {
   for (int i = 0; i < 100000; ++i) many += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
   many += "}";
   expect_graph_error([&] { load_graph_json(many); }, {"graph JSON: /: an object with more than 64 keys"});
-  expect_graph_error([&] { load_graph_json(replace_once(good, "\"outputs\": [", "\"outputs\": [[[[[[[[[[[[[[[[[[[[")); },
-                     {"graph JSON: /outputs/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0: nesting deeper than 16 levels"});
+  // As deep as the deepest nesting of sub-graphs allows (ir/validate.hpp, graph_max_nesting), and no deeper.
+  const std::size_t max_depth = detail::json_structure_guard::max_depth;
+  std::string pointer = "/outputs";
+  for (std::size_t i = 1; i < max_depth; ++i) pointer += "/0";
+  expect_graph_error([&] { load_graph_json(replace_once(good, "\"outputs\": [", "\"outputs\": [" + std::string(max_depth + 4, '['))); },
+                     {"graph JSON: " + pointer + ": nesting deeper than " + std::to_string(max_depth) + " levels"});
   // Keys in a pointer are escaped as RFC 6901 says ("/" is "~1", "~" is "~0").
   expect_graph_error([&] { load_graph_json(replace_once(good, "\"attrs\":{}", "\"attrs\":{\"a/b~\":null}")); },
                      {"/attrs/a~1b~0: an attribute is"});

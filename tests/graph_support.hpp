@@ -104,6 +104,7 @@ void expect_graph_prints_like(const E&... exprs) {
     for (const auto& a : n.attributes) key += ";" + a.key + "=" + std::visit([](const auto& v) {
       std::ostringstream os;
       if constexpr (requires { os << v; }) os << v;
+      else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, subgraph>) os << "graph of " << v.body->nodes.size();
       else for (auto x : v) os << x << ' ';
       return os.str();
     }, a.value);

@@ -308,6 +308,8 @@ int ops_command(const std::vector<std::string>& args) {
   struct entry {
     std::string_view name, doc;
     node_kind kind;
+    std::string file;  // under include/symflow/
+    bool control_flow = false;
   };
   std::vector<entry> entries;
   std::vector<std::string> missing;
@@ -317,7 +319,7 @@ int ops_command(const std::vector<std::string>& args) {
           using op = typename E::type;
           if constexpr (requires { std::string_view(op::doc); }) {
             if (!std::string_view(op::doc).empty()) {
-              entries.push_back({op::name, op::doc, E::kind});
+              entries.push_back({op::name, op::doc, E::kind, "ops/" + std::string(op_file_of(op::name))});
               return;
             }
           }
@@ -326,6 +328,12 @@ int ops_command(const std::vector<std::string>& args) {
         (read(listed), ...);
       },
       registered_ops{});
+  // The control-flow ops (ir/control_flow/): graph nodes whose attributes hold sub-graphs.
+  std::apply(
+      [&](auto... op) {
+        (entries.push_back({op.name, op.doc, node_kind::kernel, "ir/control_flow/" + std::string(op.file), true}), ...);
+      },
+      control_flow::registered{});
   if (!missing.empty()) {
     std::string names;
     for (const auto& m : missing) {
@@ -346,13 +354,13 @@ int ops_command(const std::vector<std::string>& args) {
          "| op | kind | operands |\n|---|---|---|\n";
   for (const auto& e : entries) {
     const op_schema* s = find_op_schema(e.name);
-    out << "| [" << e.name << "](#" << e.name << ") | " << kind_word(e.kind) << " | " << (s ? operand_count(*s) : "?") << " |\n";
+    out << "| [" << e.name << "](#" << e.name << ") | " << (e.control_flow ? "control flow" : kind_word(e.kind)) << " | " << (s ? operand_count(*s) : "?") << " |\n";
   }
   for (const auto& e : entries) {
     const op_schema* s = find_op_schema(e.name);
     out << "\n## " << e.name << "\n\n"
-        << "Kind: " << kind_word(e.kind) << ". Operands: " << (s ? operand_count(*s) : "?")
-        << ". Attributes: " << (s ? attribute_list(*s) : "?") << ". File: `include/symflow/ops/" << op_file_of(e.name)
+        << "Kind: " << (e.control_flow ? "control flow" : kind_word(e.kind)) << ". Operands: " << (s ? operand_count(*s) : "?")
+        << ". Attributes: " << (s ? attribute_list(*s) : "?") << ". File: `include/symflow/" << e.file
         << "`.\n\n"
         << markdown_text(e.doc) << "\n";
   }

@@ -250,7 +250,7 @@ def case_bad_input(tool, data):
     cases += [
         (["inspect", "/dev/zero"], "graph file '/dev/zero': is a character device, not a regular file"),
         (["dot", fifo], "is a FIFO, not a regular file"),
-        (["inspect", deep], "nesting deeper than 16 levels"),
+        (["inspect", deep], "nesting deeper than 46 levels"),  # json_structure_guard::max_depth
         (["inspect", long_key], "(100000 bytes)"),
         (["run", dense_sfg, "--feed", "x=/dev/zero", "--feed", "b=" + b], "--feed x: npy file '/dev/zero': is a character device"),
         (["run", dense_sfg, "--feed", "x=" + tool.work, "--feed", "b=" + b], "is a directory, not a regular file"),

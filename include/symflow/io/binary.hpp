@@ -178,9 +178,9 @@ class binary_reader {
 };
 }  // namespace detail
 
-// The graph as bytes: deterministic, so save(load(save(g))) == save(g).
-inline std::vector<unsigned char> save_graph_binary(const graph& g, graph_save_options options = {}) {
-  detail::binary_writer w;
+namespace detail {
+// The payload of one graph (a sub-graph attribute holds another, written the same way).
+inline void write_graph_payload(binary_writer& w, const graph& g, const graph_save_options& options) {
   auto leaf = [&](const graph_leaf& l, bool with_value) {
     w.str(l.name);
     w.str(l.scope);
@@ -221,6 +221,7 @@ inline std::vector<unsigned char> save_graph_binary(const graph& g, graph_save_o
             else if constexpr (std::is_same_v<V, std::int64_t>) w.i64(v);
             else if constexpr (std::is_same_v<V, double>) w.f64(v);
             else if constexpr (std::is_same_v<V, std::string>) w.str(v);
+            else if constexpr (std::is_same_v<V, subgraph>) write_graph_payload(w, *v.body, options);
             else {
               w.u32(static_cast<std::uint32_t>(v.size()));
               for (auto x : v) w.i64(x);
@@ -231,6 +232,13 @@ inline std::vector<unsigned char> save_graph_binary(const graph& g, graph_save_o
   }
   w.u32(static_cast<std::uint32_t>(g.outputs.size()));
   for (auto id : g.outputs) w.u32(id);
+}
+}  // namespace detail
+
+// The graph as bytes: deterministic, so save(load(save(g))) == save(g).
+inline std::vector<unsigned char> save_graph_binary(const graph& g, graph_save_options options = {}) {
+  detail::binary_writer w;
+  detail::write_graph_payload(w, g, options);
 
   detail::binary_writer out;
   out.bytes.assign(graph_binary_magic.begin(), graph_binary_magic.end());
@@ -242,31 +250,11 @@ inline std::vector<unsigned char> save_graph_binary(const graph& g, graph_save_o
   return out.bytes;
 }
 
-inline graph load_graph_binary(const unsigned char* data, std::size_t size) {
-  detail::binary_reader h(data, size, 0);
-  if (size < graph_binary_magic.size() || !std::equal(graph_binary_magic.begin(), graph_binary_magic.end(), data))
-    throw graph_error("graph binary: wrong magic (not a symflow graph file; expected \"SYMFLOWG\" at byte 0)");
-  for (std::size_t i = 0; i < 8; ++i) h.u8("magic");
-  const std::uint32_t version = h.u32("header");
-  if (version != graph_binary_version)
-    throw graph_error("graph binary: unsupported version " + std::to_string(version) + " (this reader reads version " +
-                      std::to_string(graph_binary_version) + ")");
-  const std::uint32_t flags = h.u32("header");
-  if (flags & ~1u) h.fail("unknown flags " + std::to_string(flags));
-  const bool with_values = flags & 1u;
-  const std::uint64_t payload_size = h.u64("header");
-  const std::uint32_t checksum = h.u32("header");
-  if (payload_size != h.remaining())
-    throw graph_error("graph binary: " + std::string(payload_size > h.remaining() ? "truncated file: " : "trailing bytes: ") +
-                      "the header gives a payload of " + std::to_string(payload_size) + " bytes, the file holds " +
-                      std::to_string(h.remaining()) + " after the header");
-  const unsigned char* payload = data + graph_binary_header_size;
-  const std::uint32_t actual = detail::crc32(payload, payload_size);
-  if (actual != checksum)
-    throw graph_error("graph binary: bad checksum (header says " + std::to_string(checksum) + ", payload has " +
-                      std::to_string(actual) + "): the file is corrupt");
-
-  detail::binary_reader r(payload, payload_size, graph_binary_header_size);
+namespace detail {
+// One graph's payload; `depth` counts the sub-graphs it sits in (graph_max_nesting, ir/validate.hpp).
+inline graph read_graph_payload(binary_reader& r, bool with_values, std::size_t depth) {
+  if (depth > graph_max_nesting)
+    r.fail("sub-graphs nest deeper than " + std::to_string(graph_max_nesting) + " levels");
   graph g;
   // Minimum encoded sizes: a leaf is 2 strings + type + location = 4+4+2+4+4.
   auto leaf = [&](bool parameter) {
@@ -326,6 +314,7 @@ inline graph load_graph_binary(const unsigned char* data, std::size_t size) {
           a.value = std::move(v);
           break;
         }
+        case 5: a.value = subgraph{std::make_shared<const graph>(read_graph_payload(r, with_values, depth + 1))}; break;
         default: r.fail("unknown attribute tag " + std::to_string(tag) + " for '" + detail::excerpt(a.key) + "'");
       }
       n.attributes.push_back(std::move(a));
@@ -334,6 +323,36 @@ inline graph load_graph_binary(const unsigned char* data, std::size_t size) {
   }
   const std::uint32_t n_out = r.count("outputs", 4);
   for (std::uint32_t k = 0; k < n_out; ++k) g.outputs.push_back(r.u32("output"));
+  return g;
+}
+}  // namespace detail
+
+inline graph load_graph_binary(const unsigned char* data, std::size_t size) {
+  detail::binary_reader h(data, size, 0);
+  if (size < graph_binary_magic.size() || !std::equal(graph_binary_magic.begin(), graph_binary_magic.end(), data))
+    throw graph_error("graph binary: wrong magic (not a symflow graph file; expected \"SYMFLOWG\" at byte 0)");
+  for (std::size_t i = 0; i < 8; ++i) h.u8("magic");
+  const std::uint32_t version = h.u32("header");
+  if (version != graph_binary_version)
+    throw graph_error("graph binary: unsupported version " + std::to_string(version) + " (this reader reads version " +
+                      std::to_string(graph_binary_version) + ")");
+  const std::uint32_t flags = h.u32("header");
+  if (flags & ~1u) h.fail("unknown flags " + std::to_string(flags));
+  const bool with_values = flags & 1u;
+  const std::uint64_t payload_size = h.u64("header");
+  const std::uint32_t checksum = h.u32("header");
+  if (payload_size != h.remaining())
+    throw graph_error("graph binary: " + std::string(payload_size > h.remaining() ? "truncated file: " : "trailing bytes: ") +
+                      "the header gives a payload of " + std::to_string(payload_size) + " bytes, the file holds " +
+                      std::to_string(h.remaining()) + " after the header");
+  const unsigned char* payload = data + graph_binary_header_size;
+  const std::uint32_t actual = detail::crc32(payload, payload_size);
+  if (actual != checksum)
+    throw graph_error("graph binary: bad checksum (header says " + std::to_string(checksum) + ", payload has " +
+                      std::to_string(actual) + "): the file is corrupt");
+
+  detail::binary_reader r(payload, payload_size, graph_binary_header_size);
+  graph g = detail::read_graph_payload(r, with_values, 0);
   if (!r.at_end()) r.fail(std::to_string(r.remaining()) + " unread bytes after the outputs");
   validate(g, "graph binary");
   return g;

@@ -25,7 +25,9 @@ namespace detail {
 // needs (which also bounds the bookkeeping here).
 class json_structure_guard {
  public:
-  static constexpr std::size_t max_depth = 16;  // a graph file nests 5 deep: /nodes/3/attrs/axes/0
+  // A graph file nests 5 deep (/nodes/3/attrs/axes/0), and 5 more per sub-graph
+  // (/nodes/3/attrs/body/graph/nodes/0/...), at most graph_max_nesting of them.
+  static constexpr std::size_t max_depth = 6 + 5 * graph_max_nesting;
   static constexpr std::size_t max_keys = 64;   // a node has 9 keys, an attrs object at most 3
 
   bool operator()(int /*depth*/, ojson::parse_event_t event, ojson& parsed) {
@@ -197,22 +199,109 @@ class json_reader {
     });
     return t;
   }
-  static attribute_value attribute(const ojson& v, const std::string& path) {
-    if (v.is_boolean()) return v.get<bool>();
-    if (v.is_number_integer()) return integer(v, path, std::numeric_limits<std::int64_t>::min(),
-                                              std::numeric_limits<std::int64_t>::max());
-    if (v.is_number_float()) return v.get<double>();
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_array()) {
-      std::vector<std::int64_t> out;
-      for (std::size_t i = 0; i < v.size(); ++i)
-        out.push_back(integer(v[i], path + "/" + std::to_string(i), std::numeric_limits<std::int64_t>::min(),
-                              std::numeric_limits<std::int64_t>::max()));
-      return out;
-    }
-    fail(path, "an attribute is a boolean, number, string or list of integers");
-  }
+  static attribute_value attribute(const ojson& v, const std::string& path, std::size_t depth);
+  static graph graph_object(const ojson& doc, const std::string& base, std::size_t depth);
 };
+
+// A sub-graph attribute: {"graph": {...}}.
+inline attribute_value json_reader::attribute(const ojson& v, const std::string& path, std::size_t depth) {
+  if (v.is_object()) {
+    only_keys(v, path, {"graph"});
+    if (depth >= graph_max_nesting)
+      fail(path, "sub-graphs nest deeper than " + std::to_string(graph_max_nesting) + " levels");
+    return subgraph{std::make_shared<const graph>(graph_object(field(v, path, "graph"), path + "/graph", depth + 1))};
+  }
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer()) return integer(v, path, std::numeric_limits<std::int64_t>::min(),
+                                            std::numeric_limits<std::int64_t>::max());
+  if (v.is_number_float()) return v.get<double>();
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {
+    std::vector<std::int64_t> out;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      out.push_back(integer(v[i], path + "/" + std::to_string(i), std::numeric_limits<std::int64_t>::min(),
+                            std::numeric_limits<std::int64_t>::max()));
+    return out;
+  }
+  fail(path, "an attribute is a boolean, number, string, list of integers or {\"graph\": ...}");
+}
+
+// The entries of one graph (the document's, or a sub-graph's with `base` its pointer); ids count
+// from 0 in each.
+inline graph json_reader::graph_object(const ojson& doc, const std::string& base, std::size_t depth) {
+  using detail::json_reader;
+  if (!doc.is_object()) fail(base, "expected an object");
+  if (depth > 0) only_keys(doc, base, {"inputs", "parameters", "constants", "nodes", "outputs"});
+  graph g;
+  std::uint32_t next_id = 0;
+  auto check_id = [&](const ojson& o, const std::string& path) {
+    const std::uint32_t id = json_reader::id(json_reader::field(o, path, "id"), path + "/id");
+    if (id != next_id)
+      json_reader::fail(path + "/id", "id " + std::to_string(id) + " where " + std::to_string(next_id) +
+                                          " is expected (ids number inputs, parameters, constants, nodes in order)");
+    ++next_id;
+  };
+  auto leaves = [&](const char* key, std::vector<graph_leaf>& out, bool parameter) {
+    const ojson& a = json_reader::array(doc, base, key);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string path = base + "/" + key + "/" + std::to_string(i);
+      if (parameter) json_reader::only_keys(a[i], path, {"id", "name", "scope", "dtype", "shape", "file", "line", "value"});
+      else json_reader::only_keys(a[i], path, {"id", "name", "scope", "dtype", "shape", "file", "line"});
+      check_id(a[i], path);
+      graph_leaf l;
+      l.name = json_reader::string(a[i], path, "name");
+      l.scope = json_reader::string(a[i], path, "scope");
+      l.type = json_reader::type(a[i], path);
+      l.where = json_reader::location(a[i], path);
+      if (parameter && a[i].contains("value")) l.value = json_reader::tensor(a[i]["value"], path + "/value", l.type.type);
+      out.push_back(std::move(l));
+    }
+  };
+  leaves("inputs", g.inputs, false);
+  leaves("parameters", g.parameters, true);
+  const ojson& constants = json_reader::array(doc, base, "constants");
+  for (std::size_t i = 0; i < constants.size(); ++i) {
+    const std::string path = base + "/constants/" + std::to_string(i);
+    const ojson& c = constants[i];
+    json_reader::only_keys(c, path, {"id", "name", "dtype", "shape", "file", "line", "data"});
+    check_id(c, path);
+    graph_constant k;
+    k.name = json_reader::string(c, path, "name");
+    k.type = json_reader::type(c, path);
+    k.where = json_reader::location(c, path);
+    k.data = json_reader::tensor(json_reader::field(c, path, "data"), path + "/data", k.type.type);
+    g.constants.push_back(std::move(k));
+  }
+  const ojson& nodes = json_reader::array(doc, base, "nodes");
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::string path = base + "/nodes/" + std::to_string(i);
+    const ojson& o = nodes[i];
+    json_reader::only_keys(o, path, {"id", "op", "name", "inputs", "attrs", "dtype", "shape", "file", "line"});
+    check_id(o, path);
+    graph_node n;
+    n.op = json_reader::string(o, path, "op");
+    n.name = json_reader::string(o, path, "name");
+    const ojson& inputs = json_reader::array(o, path, "inputs");
+    for (std::size_t k = 0; k < inputs.size(); ++k) n.inputs.push_back(json_reader::id(inputs[k], path + "/inputs/" + std::to_string(k)));
+    const ojson& attrs = json_reader::field(o, path, "attrs");
+    if (!attrs.is_object()) json_reader::fail(path + "/attrs", "expected an object");
+    for (const auto& [key, value] : attrs.items())
+      n.attributes.push_back({key, json_reader::attribute(value, path + "/attrs/" + detail::json_pointer_token(key), depth)});
+    n.type = json_reader::type(o, path);
+    n.where = json_reader::location(o, path);
+    // A floating literal's value may be written as an integer or as "nan"/"inf"/"-inf".
+    if (n.is_literal() && visit_dtype(n.type.type, [](auto t) { return is_floating_dtype_v<decltype(t)>; }))
+      for (auto& a : n.attributes)
+        if (a.key == "value" && !std::holds_alternative<double>(a.value)) {
+          if (auto* s = std::get_if<std::string>(&a.value)) a.value = json_reader::floating(*s, path + "/attrs/value");
+          else if (auto* x = std::get_if<std::int64_t>(&a.value)) a.value = static_cast<double>(*x);
+        }
+    g.nodes.push_back(std::move(n));
+  }
+  const ojson& outputs = json_reader::array(doc, base, "outputs");
+  for (std::size_t k = 0; k < outputs.size(); ++k) g.outputs.push_back(json_reader::id(outputs[k], base + "/outputs/" + std::to_string(k)));
+  return g;
+}
 }  // namespace detail
 
 inline graph load_graph_json(std::string_view text) {
@@ -233,74 +322,7 @@ inline graph load_graph_json(std::string_view text) {
   if (version != graph_json_version)
     json_reader::fail("/version", "unsupported version " + std::to_string(version) + " (this reader reads version " +
                                       std::to_string(graph_json_version) + ")");
-  graph g;
-  std::uint32_t next_id = 0;
-  auto check_id = [&](const ojson& o, const std::string& path) {
-    const std::uint32_t id = json_reader::id(json_reader::field(o, path, "id"), path + "/id");
-    if (id != next_id)
-      json_reader::fail(path + "/id", "id " + std::to_string(id) + " where " + std::to_string(next_id) +
-                                          " is expected (ids number inputs, parameters, constants, nodes in order)");
-    ++next_id;
-  };
-  auto leaves = [&](const char* key, std::vector<graph_leaf>& out, bool parameter) {
-    const ojson& a = json_reader::array(doc, "", key);
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const std::string path = std::string("/") + key + "/" + std::to_string(i);
-      if (parameter) json_reader::only_keys(a[i], path, {"id", "name", "scope", "dtype", "shape", "file", "line", "value"});
-      else json_reader::only_keys(a[i], path, {"id", "name", "scope", "dtype", "shape", "file", "line"});
-      check_id(a[i], path);
-      graph_leaf l;
-      l.name = json_reader::string(a[i], path, "name");
-      l.scope = json_reader::string(a[i], path, "scope");
-      l.type = json_reader::type(a[i], path);
-      l.where = json_reader::location(a[i], path);
-      if (parameter && a[i].contains("value")) l.value = json_reader::tensor(a[i]["value"], path + "/value", l.type.type);
-      out.push_back(std::move(l));
-    }
-  };
-  leaves("inputs", g.inputs, false);
-  leaves("parameters", g.parameters, true);
-  const ojson& constants = json_reader::array(doc, "", "constants");
-  for (std::size_t i = 0; i < constants.size(); ++i) {
-    const std::string path = "/constants/" + std::to_string(i);
-    const ojson& c = constants[i];
-    json_reader::only_keys(c, path, {"id", "name", "dtype", "shape", "file", "line", "data"});
-    check_id(c, path);
-    graph_constant k;
-    k.name = json_reader::string(c, path, "name");
-    k.type = json_reader::type(c, path);
-    k.where = json_reader::location(c, path);
-    k.data = json_reader::tensor(json_reader::field(c, path, "data"), path + "/data", k.type.type);
-    g.constants.push_back(std::move(k));
-  }
-  const ojson& nodes = json_reader::array(doc, "", "nodes");
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const std::string path = "/nodes/" + std::to_string(i);
-    const ojson& o = nodes[i];
-    json_reader::only_keys(o, path, {"id", "op", "name", "inputs", "attrs", "dtype", "shape", "file", "line"});
-    check_id(o, path);
-    graph_node n;
-    n.op = json_reader::string(o, path, "op");
-    n.name = json_reader::string(o, path, "name");
-    const ojson& inputs = json_reader::array(o, path, "inputs");
-    for (std::size_t k = 0; k < inputs.size(); ++k) n.inputs.push_back(json_reader::id(inputs[k], path + "/inputs/" + std::to_string(k)));
-    const ojson& attrs = json_reader::field(o, path, "attrs");
-    if (!attrs.is_object()) json_reader::fail(path + "/attrs", "expected an object");
-    for (const auto& [key, value] : attrs.items())
-      n.attributes.push_back({key, json_reader::attribute(value, path + "/attrs/" + detail::json_pointer_token(key))});
-    n.type = json_reader::type(o, path);
-    n.where = json_reader::location(o, path);
-    // A floating literal's value may be written as an integer or as "nan"/"inf"/"-inf".
-    if (n.is_literal() && visit_dtype(n.type.type, [](auto t) { return is_floating_dtype_v<decltype(t)>; }))
-      for (auto& a : n.attributes)
-        if (a.key == "value" && !std::holds_alternative<double>(a.value)) {
-          if (auto* s = std::get_if<std::string>(&a.value)) a.value = json_reader::floating(*s, path + "/attrs/value");
-          else if (auto* x = std::get_if<std::int64_t>(&a.value)) a.value = static_cast<double>(*x);
-        }
-    g.nodes.push_back(std::move(n));
-  }
-  const ojson& outputs = json_reader::array(doc, "", "outputs");
-  for (std::size_t k = 0; k < outputs.size(); ++k) g.outputs.push_back(json_reader::id(outputs[k], "/outputs/" + std::to_string(k)));
+  graph g = json_reader::graph_object(doc, "", 0);
   validate(g, "graph JSON");
   return g;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "binary.hpp"
 #include "../ir/graph.hpp"
@@ -45,18 +46,42 @@ inline ojson json_tensor(const graph_tensor& t) {
   return o;
 }
 
-inline ojson json_attribute(const attribute_value& v) {
+// The graph's entries as JSON values, one per key of the document (a sub-graph attribute holds
+// the same keys: json_graph_object).
+struct json_graph_parts {
+  std::vector<ojson> inputs, parameters, constants, nodes;
+  ojson outputs;
+};
+inline json_graph_parts json_parts(const graph& g, const graph_save_options& options);
+
+// A sub-graph attribute is {"graph": {"inputs": ..., "parameters": ..., ..., "outputs": ...}}.
+inline ojson json_graph_object(const graph& g, const graph_save_options& options) {
+  json_graph_parts p = json_parts(g, options);
+  ojson o = ojson::object();
+  o["inputs"] = std::move(p.inputs);
+  o["parameters"] = std::move(p.parameters);
+  o["constants"] = std::move(p.constants);
+  o["nodes"] = std::move(p.nodes);
+  o["outputs"] = std::move(p.outputs);
+  return o;
+}
+
+inline ojson json_attribute(const attribute_value& v, const graph_save_options& options) {
   return std::visit(
-      [](const auto& x) -> ojson {
+      [&](const auto& x) -> ojson {
         using V = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<V, double>) return json_number(x);
-        else return x;
+        else if constexpr (std::is_same_v<V, subgraph>) {
+          ojson o = ojson::object();
+          o["graph"] = json_graph_object(*x.body, options);
+          return o;
+        } else return x;
       },
       v);
 }
 
-inline std::string save_graph_json_unchecked(const graph& g, graph_save_options options) {
-  using detail::ojson;
+inline json_graph_parts json_parts(const graph& g, const graph_save_options& options) {
+  json_graph_parts p;
   std::uint32_t id = 0;
   auto leaf = [&](const graph_leaf& l, bool parameter) {
     ojson o = ojson::object();
@@ -70,17 +95,9 @@ inline std::string save_graph_json_unchecked(const graph& g, graph_save_options 
     if (parameter && options.embed_parameters && l.value) o["value"] = detail::json_tensor(*l.value);
     return o;
   };
-  std::string out = "{\n  \"format\": \"" + std::string(graph_json_format) + "\",\n  \"version\": " +
-                    std::to_string(graph_json_version) + ",\n";
-  auto list = [&](const char* key, const auto& items, auto&& to_json, bool last = false) {
-    out += std::string("  \"") + key + "\": [";
-    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ",\n    " : "\n    ") + to_json(items[i]).dump();
-    out += items.empty() ? "]" : "\n  ]";
-    out += last ? "\n" : ",\n";
-  };
-  list("inputs", g.inputs, [&](const graph_leaf& l) { return leaf(l, false); });
-  list("parameters", g.parameters, [&](const graph_leaf& l) { return leaf(l, true); });
-  list("constants", g.constants, [&](const graph_constant& c) {
+  for (const auto& l : g.inputs) p.inputs.push_back(leaf(l, false));
+  for (const auto& l : g.parameters) p.parameters.push_back(leaf(l, true));
+  for (const auto& c : g.constants) {
     ojson o = ojson::object();
     o["id"] = id++;
     o["name"] = c.name;
@@ -89,24 +106,43 @@ inline std::string save_graph_json_unchecked(const graph& g, graph_save_options 
     o["file"] = c.where.file;
     o["line"] = c.where.line;
     o["data"] = detail::json_tensor(c.data);
-    return o;
-  });
-  list("nodes", g.nodes, [&](const graph_node& n) {
+    p.constants.push_back(std::move(o));
+  }
+  for (const auto& n : g.nodes) {
     ojson o = ojson::object();
     o["id"] = id++;
     o["op"] = n.op;
     o["name"] = n.name;
     o["inputs"] = n.inputs;
     ojson attrs = ojson::object();
-    for (const auto& a : n.attributes) attrs[a.key] = detail::json_attribute(a.value);
+    for (const auto& a : n.attributes) attrs[a.key] = detail::json_attribute(a.value, options);
     o["attrs"] = std::move(attrs);
     o["dtype"] = dtype_name(n.type.type);
     o["shape"] = n.type.shape;
     o["file"] = n.where.file;
     o["line"] = n.where.line;
-    return o;
-  });
-  out += "  \"outputs\": " + ojson(g.outputs).dump() + "\n}\n";
+    p.nodes.push_back(std::move(o));
+  }
+  p.outputs = g.outputs;
+  return p;
+}
+
+// One entry per line at the top level (a sub-graph stays on its node's line).
+inline std::string save_graph_json_unchecked(const graph& g, graph_save_options options) {
+  json_graph_parts p = json_parts(g, options);
+  std::string out = "{\n  \"format\": \"" + std::string(graph_json_format) + "\",\n  \"version\": " +
+                    std::to_string(graph_json_version) + ",\n";
+  auto list = [&](const char* key, const std::vector<ojson>& items) {
+    out += std::string("  \"") + key + "\": [";
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ",\n    " : "\n    ") + items[i].dump();
+    out += items.empty() ? "]" : "\n  ]";
+    out += ",\n";
+  };
+  list("inputs", p.inputs);
+  list("parameters", p.parameters);
+  list("constants", p.constants);
+  list("nodes", p.nodes);
+  out += "  \"outputs\": " + p.outputs.dump() + "\n}\n";
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,9 +60,20 @@ struct graph_tensor {
   }
 };
 
+struct graph;
+
+// A graph held by a node: the body of a scan or a while loop, a branch of a cond
+// (ir/control_flow/). Immutable once built, so copies of the node share it. Two compare equal when
+// their graphs do.
+struct subgraph {
+  std::shared_ptr<const graph> body;
+  bool operator==(const subgraph& o) const;  // below, where graph is complete
+};
+
 // Attribute values: flags, integers (extents, axes, depths), numbers (literal values), dtype names
-// and other strings, integer lists (axes, permutations, target shapes with -1 for dyn).
-using attribute_value = std::variant<bool, std::int64_t, double, std::string, std::vector<std::int64_t>>;
+// and other strings, integer lists (axes, permutations, target shapes with -1 for dyn), graphs.
+using attribute_value =
+    std::variant<bool, std::int64_t, double, std::string, std::vector<std::int64_t>, subgraph>;
 
 struct graph_attribute {
   std::string key;
@@ -171,6 +183,10 @@ struct graph {
     return "value " + std::to_string(id);
   }
 };
+
+inline bool subgraph::operator==(const subgraph& o) const {
+  return body == o.body || (body && o.body && *body == *o.body);
+}
 
 // --- conversions between typed tensors and graph_tensor ------------------------------------------
 

@@ -17,10 +17,11 @@
 
 #include "../expr/node.hpp"
 #include "../ops/all.hpp"
+#include "control_flow/list.hpp"
 
 namespace symflow {
 
-enum class attribute_kind : std::uint8_t { boolean, integer, number, dtype_name, integers };
+enum class attribute_kind : std::uint8_t { boolean, integer, number, dtype_name, integers, graph };
 
 constexpr std::string_view attribute_kind_name(attribute_kind k) {
   switch (k) {
@@ -29,6 +30,7 @@ constexpr std::string_view attribute_kind_name(attribute_kind k) {
     case attribute_kind::number: return "a number";
     case attribute_kind::dtype_name: return "a dtype name";
     case attribute_kind::integers: return "a list of integers";
+    case attribute_kind::graph: return "a graph";
   }
   return "?";
 }
@@ -296,6 +298,16 @@ inline constexpr op_file op_files[] = {
 }  // namespace op_list
 using op_list::registered_ops;
 
+namespace detail {
+template <class Op>
+op_schema control_flow_schema(Op) {
+  op_schema s{Op::name, node_kind::kernel, Op::min_inputs, Op::max_inputs, {}};
+  for (const auto& a : Op::attributes)
+    s.attributes.push_back({a.key, a.kind == control_flow::flow_attribute::graph ? attribute_kind::graph : attribute_kind::integer});
+  return s;
+}
+}  // namespace detail
+
 // Every op a graph value may contain, sorted by name.
 inline const std::vector<op_schema>& op_schemas() {
   static const std::vector<op_schema> all = [] {
@@ -305,6 +317,8 @@ inline const std::vector<op_schema>& op_schemas() {
     };
     std::apply([&](auto... entry) { (v.push_back(detail::schema_of<decltype(entry)::kind, typename decltype(entry)::type>()), ...); },
                registered_ops{});
+    // Control-flow ops (ir/control_flow/): kernels whose graph attributes hold the sub-graphs they call.
+    std::apply([&](auto... op) { (v.push_back(detail::control_flow_schema(op)), ...); }, control_flow::registered{});
     std::sort(v.begin(), v.end(), [](const op_schema& a, const op_schema& b) { return a.name < b.name; });
     return v;
   }();

@@ -49,9 +49,28 @@ class structure_hasher {
           if constexpr (std::is_same_v<X, double>) add(std::bit_cast<std::uint64_t>(x));
           else if constexpr (std::is_same_v<X, bool>) add(std::uint64_t(x));
           else if constexpr (std::is_same_v<X, std::int64_t>) add(std::uint64_t(x));
+          else if constexpr (std::is_same_v<X, subgraph>) add(*x.body);
           else add(x);
         },
         v);
+  }
+  // A sub-graph (a control-flow body): its leaves' names and types, its nodes and outputs; not
+  // its data, which equality compares.
+  void add(const graph& g) {
+    for (const auto* leaves : {&g.inputs, &g.parameters}) {
+      add(std::uint64_t(leaves->size()));
+      for (const auto& l : *leaves) add(l.name), add(l.type);
+    }
+    add(std::uint64_t(g.constants.size()));
+    for (const auto& c : g.constants) add(c.type);
+    add(std::uint64_t(g.nodes.size()));
+    for (const auto& n : g.nodes) {
+      add(n.op);
+      add(n.type);
+      for (auto i : n.inputs) add(std::uint64_t(i));
+      for (const auto& a : n.attributes) add(a.key), add(a.value);
+    }
+    for (auto o : g.outputs) add(std::uint64_t(o));
   }
   std::uint64_t value() const { return h_; }
 

@@ -11,12 +11,15 @@
 #include "../core/excerpt.hpp"
 #include "graph.hpp"
 #include "op_registry.hpp"
+#include "control_flow/list.hpp"
 
 namespace symflow {
 
 inline constexpr std::size_t graph_max_rank = 32;
 // Extents and element counts above this are refused (it keeps byte counts of any dtype in range).
 inline constexpr std::uint64_t graph_max_elements = std::uint64_t(1) << 56;
+// Sub-graphs (control-flow bodies) may hold sub-graphs of their own, this many levels deep.
+inline constexpr std::size_t graph_max_nesting = 8;
 
 namespace detail {
 [[noreturn]] inline void graph_fail(std::string_view context, const std::string& what) {
@@ -70,14 +73,25 @@ inline bool attribute_has_kind(const attribute_value& v, attribute_kind k) {
     case attribute_kind::dtype_name:
       return std::holds_alternative<std::string>(v) && dtype_from_name(std::get<std::string>(v)).has_value();
     case attribute_kind::integers: return std::holds_alternative<std::vector<std::int64_t>>(v);
+    case attribute_kind::graph: return std::holds_alternative<subgraph>(v) && std::get<subgraph>(v).body != nullptr;
   }
   return false;
 }
 }  // namespace detail
 
+namespace detail {
+inline void validate_at_depth(const graph& g, std::string_view context, std::size_t depth);
+}
+
 // Throws graph_error("<context>: <what is wrong, and where>") on the first problem found.
-inline void validate(const graph& g, std::string_view context = "graph") {
+inline void validate(const graph& g, std::string_view context = "graph") { detail::validate_at_depth(g, context, 0); }
+
+// A graph held by a node (`depth` graphs deep) is validated as a graph of its own, and the node's
+// operands against its inputs by the control-flow op's type rule.
+inline void detail::validate_at_depth(const graph& g, std::string_view context, std::size_t depth) {
   using detail::graph_fail;
+  if (depth > graph_max_nesting)
+    graph_fail(context, "sub-graphs nest deeper than " + std::to_string(graph_max_nesting) + " levels");
   const std::size_t count = g.value_count();
   if (count > std::numeric_limits<std::uint32_t>::max()) graph_fail(context, "too many values");
 
@@ -147,6 +161,24 @@ inline void validate(const graph& g, std::string_view context = "graph") {
     }
     for (const auto& s : schema->attributes)
       if (!s.optional && !n.attribute(s.key)) graph_fail(context, who + ": missing attribute '" + std::string(s.key) + "'");
+    for (const auto& attr : n.attributes)
+      if (const subgraph* body = std::get_if<subgraph>(&attr.value))
+        validate_at_depth(*body->body, std::string(context) + ": " + who + ": " + detail::excerpt(attr.key), depth + 1);
+    if (control_flow::is_control_flow(n.op)) {
+      std::vector<graph_type> in;
+      for (const std::uint32_t ref : n.inputs) in.push_back(g.type_of(ref));
+      try {
+        control_flow::visit(n.op, [&](auto op) {
+          const graph_type t = op.result_type(n, in, who);
+          if (!control_flow::type_fits(n.type, t))
+            graph_fail(context, who + ": its type is " + graph_type_string(n.type) + ", its operands and sub-graphs give " +
+                                    graph_type_string(t));
+        });
+      } catch (const graph_error& e) {
+        if (std::string_view(e.what()).starts_with(context)) throw;
+        graph_fail(context, e.what());
+      }
+    }
     detail::checked_element_count(context, who, n.type.shape, true);
     if (schema->kind == node_kind::literal) {
       if (!n.type.shape.empty()) graph_fail(context, who + ": a literal is a scalar, not " + graph_type_string(n.type));

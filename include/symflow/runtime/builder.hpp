@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "../ir/control_flow/list.hpp"
 #include "../ir/graph.hpp"
+#include "../ir/validate.hpp"
 #include "op_table.hpp"
 
 namespace symflow {
@@ -81,13 +83,14 @@ class graph_builder {
   graph_handle apply(std::string_view op_name, const std::vector<graph_handle>& inputs,
                      std::vector<graph_attribute> attributes = {}, std::string name = {}) {
     const runtime_op* op = find_runtime_op(op_name);
-    if (!op) throw graph_error("graph_builder: unknown op '" + std::string(op_name) + "'");
+    const bool control = !op && control_flow::is_control_flow(op_name);
+    if (!op && !control) throw graph_error("graph_builder: unknown op '" + std::string(op_name) + "'");
     graph_node n{std::string(op_name), scoped(name.empty() ? std::string(op_name) : name), std::move(attributes), {}, {}, {}};
     for (const auto& h : inputs) {
       if (h.builder != this) throw graph_error("graph_builder: node '" + n.name + "' reads a value of another builder");
       n.inputs.push_back(h.id);
     }
-    n.type = infer(*op, n, inputs);
+    n.type = control ? infer_control_flow(n, inputs) : infer(*op, n, inputs);
     return add_node(std::move(n));
   }
 
@@ -191,6 +194,33 @@ class graph_builder {
         for (auto v : *l) take(v);
     }
     return scale == 0 ? 1 : scale;
+  }
+
+  // A control-flow node's type, by its op's rule over its operands' and sub-graphs' types (the
+  // checks validate() makes): graph_error naming the node where they do not fit.
+  graph_type infer_control_flow(const graph_node& n, const std::vector<graph_handle>& inputs) const {
+    std::vector<graph_type> types;
+    for (const auto& h : inputs) types.push_back(h.type());
+    const std::string who = n.op + " '" + n.name + "'";
+    for (const auto& a : n.attributes)
+      if (const subgraph* body = std::get_if<subgraph>(&a.value)) {
+        if (!body->body) throw graph_error(who + ": attribute '" + a.key + "' holds no graph");
+        validate(*body->body, who + ": " + a.key);
+      }
+    graph_type t;
+    control_flow::visit(n.op, [&](auto op) {
+      for (const auto& spec : op.attributes)
+        if (!n.attribute(spec.key) || (spec.kind == control_flow::flow_attribute::graph
+                                           ? !std::holds_alternative<subgraph>(*n.attribute(spec.key))
+                                           : !std::holds_alternative<std::int64_t>(*n.attribute(spec.key))))
+          throw graph_error(who + ": attribute '" + std::string(spec.key) + "' is missing or not " +
+                            (spec.kind == control_flow::flow_attribute::graph ? "a graph" : "an integer"));
+      if (types.size() < op.min_inputs || types.size() > op.max_inputs)
+        throw graph_error(who + ": " + std::to_string(types.size()) + " operands; it takes at least " +
+                          std::to_string(op.min_inputs));
+      t = op.result_type(n, types, who);
+    });
+    return t;
   }
 
   // Unknown extents (-1): elementwise broadcasting keeps them unknown unless a known extent other than

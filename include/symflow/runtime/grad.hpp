@@ -19,6 +19,7 @@
 #include "../ir/to_graph.hpp"
 #include "../ir/validate.hpp"
 #include "builder.hpp"
+#include "control_flow_gradient.hpp"
 #include "rule_context.hpp"
 #include "plan_cache.hpp"
 #include "../core/separate_compilation.hpp"
@@ -252,6 +253,15 @@ inline graph differentiate_uncached(const graph& g, const std::vector<std::strin
     if (!adjoint[id] || !needed[id] || !b.is_node(id)) continue;
     const graph_node n = b.node(id);  // a copy: adding nodes may move the builder's storage
     if (n.is_literal()) continue;
+    if (control_flow::is_control_flow(n.op)) {
+      const auto contributions = control_flow_adjoints(b, n, *adjoint[id], b.handle(id));
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        const std::uint32_t in = n.inputs[k];
+        if (!contributions[k] || !needed[in]) continue;
+        adjoint[in] = adjoint[in] ? b.apply(ops::add_op::name, {*adjoint[in], *contributions[k]}) : *contributions[k];
+      }
+      continue;
+    }
     const derivative_rule* rule = find_derivative_rule(n.op);
     if (!rule) throw graph_error("differentiate: no derivative rule for op '" + n.op + "' (node '" + n.name + "')");
     std::vector<graph_handle> x;

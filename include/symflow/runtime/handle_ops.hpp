@@ -1,9 +1,11 @@
 #pragma once
 // The graph-handle forms of the ops whose attributes are template arguments on expression types and
 // values here: cast(h, dtype), transpose(h, perm), reshape, slice, flip, concat, gather, argmax, cumsum,
-// pad, one_hot, and the softmax family with a run-time axis. Included at the end of builder.hpp,
+// pad, one_hot, the softmax family with a run-time axis, and the control-flow ops (scan, cond,
+// while_loop), whose sub-graphs are graph values. Included at the end of builder.hpp,
 // which they need complete.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,6 +110,34 @@ inline graph_handle log_softmax(const graph_handle& x, int axis = -1) {
   return shifted - log(reduce_value(ops::sum_op{}, exp(shifted), {axis}, true));
 }
 inline graph_handle softmax(const graph_handle& x, int axis = -1) { return exp(log_softmax(x, axis)); }
+
+// Control flow (ir/control_flow/): the sub-graphs are graph values whose inputs take the operands
+// in order (build them with a graph_builder of their own); `extra` are passed to every call.
+// scan: body(state, xs[t], extra...) -> next state; the result stacks the states, [T, state...].
+inline graph_handle scan(const graph& body, const graph_handle& init, const graph_handle& xs,
+                         const std::vector<graph_handle>& extra = {}) {
+  std::vector<graph_handle> in{init, xs};
+  in.insert(in.end(), extra.begin(), extra.end());
+  return init.builder->apply("scan", in, {{"body", subgraph{std::make_shared<const graph>(body)}}});
+}
+// cond: then_branch(x...) where pred is true, else else_branch(x...).
+inline graph_handle cond(const graph_handle& pred, const graph& then_branch, const graph& else_branch,
+                         const std::vector<graph_handle>& x) {
+  std::vector<graph_handle> in{pred};
+  in.insert(in.end(), x.begin(), x.end());
+  return pred.builder->apply("cond", in, {{"then_branch", subgraph{std::make_shared<const graph>(then_branch)}},
+                                          {"else_branch", subgraph{std::make_shared<const graph>(else_branch)}}});
+}
+// while_loop: state = body(state, extra...) while cond(state, extra...) holds, at most
+// max_iterations times.
+inline graph_handle while_loop(const graph& cond, const graph& body, const graph_handle& init,
+                               const std::vector<graph_handle>& extra, std::int64_t max_iterations) {
+  std::vector<graph_handle> in{init};
+  in.insert(in.end(), extra.begin(), extra.end());
+  return init.builder->apply("while", in, {{"cond", subgraph{std::make_shared<const graph>(cond)}},
+                                           {"body", subgraph{std::make_shared<const graph>(body)}},
+                                           {"max_iterations", max_iterations}});
+}
 }  // namespace graph_ops
 
 }  // namespace symflow

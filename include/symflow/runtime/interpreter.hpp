@@ -33,7 +33,7 @@ class interpreter {
   explicit interpreter(graph g, interpreter_options options = {}) : graph_(std::move(g)), options_(options) {
     validate(graph_, "interpreter");
     for (const auto& n : graph_.nodes)
-      if (!n.is_literal() && !find_runtime_op(n.op))
+      if (!n.is_literal() && !find_runtime_op(n.op) && !control_flow::is_control_flow(n.op))
         throw graph_error("interpreter: node '" + n.name + "': no runtime form for op '" + n.op + "'");
     structure_ = std::make_shared<const graph_structure>(graph_);
   }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../ir/control_flow/list.hpp"
 #include "../ir/graph.hpp"
 #include "op_table.hpp"
 #include "../ir/value.hpp"
@@ -34,6 +35,38 @@ struct value_types {
   explicit value_types(std::size_t n = 0) : type(n, dtype::f32), extents(n), kernel(n) {}
 };
 
+inline void infer_node_types(const graph& g, value_types& t);
+
+namespace runtime_detail {
+// What a control-flow op's extents rule (ir/control_flow/) asks: the extents of a sub-graph's
+// outputs for arguments of these dtypes and extents, by the same inference as any graph's.
+struct body_extents {
+  std::vector<runtime_extents> extents(const graph& body, const std::vector<dtype>& types,
+                                       const std::vector<runtime_extents>& args) const {
+    value_types t(body.value_count());
+    std::size_t id = 0;
+    for (std::size_t k = 0; k < body.inputs.size(); ++k, ++id) {
+      const graph_leaf& in = body.inputs[k];
+      bool ok = types.at(k) == in.type.type && args.at(k).size() == in.type.shape.size();
+      for (std::size_t i = 0; ok && i < args[k].size(); ++i) ok = in.type.shape[i] < 0 || std::size_t(in.type.shape[i]) == args[k][i];
+      if (!ok)
+        throw shape_error("sub-graph input '" + in.name + "' is given " + std::string(dtype_name(types[k])) +
+                          format_extents(args[k]) + ", it takes " + graph_type_string(in.type));
+      t.type[id] = types[k];
+      t.extents[id] = args[k];
+    }
+    for (const auto& c : body.constants) {
+      t.type[id] = c.data.type;
+      t.extents[id++] = runtime_extents(c.data.extents.begin(), c.data.extents.end());
+    }
+    infer_node_types(body, t);
+    std::vector<runtime_extents> out;
+    for (auto o : body.outputs) out.push_back(t.extents[o]);
+    return out;
+  }
+};
+}  // namespace runtime_detail
+
 inline void infer_node_types(const graph& g, value_types& t) {
   const std::size_t first = g.inputs.size() + g.parameters.size() + g.constants.size();
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {
@@ -48,6 +81,10 @@ inline void infer_node_types(const graph& g, value_types& t) {
     if (n.is_literal()) {
       t.type[id] = n.type.type;
       t.extents[id] = {};
+    } else if (control_flow::is_control_flow(n.op)) {  // its dtype is checked by validate()
+      runtime_detail::body_extents bodies;
+      control_flow::visit(n.op, [&](auto op) { t.extents[id] = op.extents(bodies, n, in_types, in_extents, describe_node(n)); });
+      t.type[id] = n.type.type;
     } else {
       auto r = infer_node_type(*find_runtime_op(n.op), node_attributes(n), in_types, in_extents, describe_node(n));
       t.type[id] = r.type;

@@ -4,11 +4,13 @@
 // group runs, and where a NaN or infinity first appeared when numerics are checked.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "../eval/numerics.hpp"
+#include "../ir/control_flow/list.hpp"
 #include "fused_pass.hpp"
 #include "op_table.hpp"
 #include "run_state.hpp"
@@ -20,6 +22,8 @@ namespace runtime_detail {
 
 // A fused pass produced NaN or infinities: which node did (below).
 [[noreturn]] inline void localise(const run_state& s);
+// A control-flow node (ir/control_flow/), its sub-graphs run by a body_runner (below).
+inline void run_control_flow(run_state& s, std::uint32_t id);
 
 // The values a group reads from outside it, each once.
 inline std::vector<std::uint32_t> group_externals(const run_state& s, int gi) {
@@ -76,6 +80,7 @@ inline void run_node(run_state& s, std::uint32_t id) {
     --s.stats.materialised_values;  // a scalar, not a pass over memory
     return;
   }
+  if (control_flow::is_control_flow(n.op)) return run_control_flow(s, id);
   const runtime_op& op = *find_runtime_op(n.op);
   switch (op.kind) {
     case node_kind::reduction: {
@@ -199,6 +204,62 @@ inline void compute_outputs(run_state& s, std::vector<runtime_tensor>& outputs) 
   s.count_uses();
   s.reusable = &outputs;
   for (auto id : s.g.outputs) ensure(s, id);
+}
+
+// Runs the sub-graphs of one control-flow node: each body keeps its structure (the plan cache's
+// key), its storage pool and its outputs from one call to the next, so a loop's steps after the
+// first reuse the first's plan and memory.
+class body_runner {
+ public:
+  explicit body_runner(const interpreter_options& options) : options_(options) {}
+
+  std::vector<runtime_extents> extents(const graph& body, const std::vector<dtype>& types,
+                                       const std::vector<runtime_extents>& args) const {
+    return body_extents{}.extents(body, types, args);
+  }
+
+  // The body's outputs for these arguments (its inputs, in order); valid until its next call.
+  const std::vector<runtime_tensor>& call(const graph& body, const std::vector<runtime_array>& args) {
+    body_call& c = call_of(body);
+    c.leaves.clear();
+    for (const auto& a : args) c.leaves.push_back(bound_leaf{a.type, a.extents, a.data});
+    static const runtime_feeds no_feeds;
+    run_state s({body, options_, c.structure, c.pool}, no_feeds, nullptr);
+    s.bound = &c.leaves;
+    s.bind_bound(c.leaves);
+    c.outputs.resize(body.outputs.size());
+    compute_outputs(s, c.outputs);
+    s.take_outputs(c.outputs);
+    return c.outputs;
+  }
+
+ private:
+  struct body_call {
+    const graph* body;
+    std::shared_ptr<const graph_structure> structure;
+    buffer_pool pool;
+    std::vector<bound_leaf> leaves;
+    std::vector<runtime_tensor> outputs;
+  };
+  body_call& call_of(const graph& body) {
+    for (auto& c : calls_)
+      if (c->body == &body) return *c;
+    calls_.push_back(std::make_unique<body_call>());
+    calls_.back()->body = &body;
+    calls_.back()->structure = std::make_shared<const graph_structure>(body);
+    return *calls_.back();
+  }
+  const interpreter_options& options_;
+  std::vector<std::unique_ptr<body_call>> calls_;
+};
+
+inline void run_control_flow(run_state& s, std::uint32_t id) {
+  const auto& n = s.node(id);
+  std::vector<runtime_array> in;
+  for (auto i : n.inputs) in.push_back(s.array_of(i));
+  s.fresh(id);
+  body_runner runner(s.options);
+  control_flow::visit(n.op, [&](auto op) { op.run(runner, n, s.array_of(id), in, s.who(id)); });
 }
 
 // A fused pass produced NaN or infinities: the same leaves run again node by node with checks on,

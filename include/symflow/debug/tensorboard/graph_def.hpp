@@ -82,6 +82,8 @@ inline std::string attr_value_proto(const attribute_value& value) {
         else if constexpr (std::is_same_v<V, std::int64_t>) w.int64_field(3, v);
         else if constexpr (std::is_same_v<V, double>) w.float_field(4, static_cast<float>(v));  // AttrValue.f is a float
         else if constexpr (std::is_same_v<V, std::string>) w.bytes_field(2, v);
+        else if constexpr (std::is_same_v<V, subgraph>)  // a control-flow body: shown by its size
+          w.bytes_field(2, "graph of " + std::to_string(v.body->nodes.size()) + " nodes");
         else {
           proto_writer list;
           list.packed_int64s_field(3, v);

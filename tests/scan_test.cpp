@@ -1,6 +1,7 @@
 // scan (nn/scan.hpp): a GRU run over a sequence against the GRU equations written out in float64
 // loops, one type for every sequence length, backpropagation through time against central finite
-// differences (weights, biases, h0 and xs), and an empty sequence refused. scan_body_leaves_test.cpp
+// differences (weights, biases, h0 and xs), its graph form (the graph value's scan) against the typed
+// forms, and an empty sequence refused. scan_body_leaves_test.cpp
 // has integer inputs and outer placeholders in the body.
 #include <gtest/gtest.h>
 
@@ -9,8 +10,11 @@
 #include <string>
 #include <vector>
 
+#include <symflow/graph/all.hpp>
 #include <symflow/ir/to_graph.hpp>
 #include <symflow/nn/all.hpp>
+#include <symflow/runtime/grad.hpp>
+#include <symflow/runtime/interpreter.hpp>
 #include <symflow/symflow.hpp>
 
 #include "scan_support.hpp"
@@ -98,17 +102,48 @@ TEST(Scan, BackpropagationThroughTimeMatchesFiniteDifferences) {
     EXPECT_NEAR(dxs.data()[i], central_difference(xv.data() + i, value), 1e-7) << "xs[" << i << "]";
 }
 
-TEST(Scan, HasNoGraphFormAndSaysSo) {
+// to_graph writes the typed scan as the graph value's scan, its body lowered as a sub-graph: the
+// interpreter runs it as eval does, differentiate gives grad's gradient, and the file round trips.
+TEST(Scan, LowersToTheGraphScanWhichRunsAndDifferentiatesAsTheTypedOne) {
+  constexpr std::size_t steps = 4;
   auto xs = placeholder<"xs", double, shape<dyn, batch, in>>();
   auto h0 = placeholder<"h0", double, shape<batch, H>>();
+  auto weights = placeholder<"weights", double, shape<dyn, batch, H>>();
   nn::gru_cell<"gru", in, H, double> cell;
-  try {
-    (void)to_graph(sum(scan(cell, h0, xs)));
-    FAIL() << "no error";
-  } catch (const graph_error& e) {
-    EXPECT_NE(std::string(e.what()).find("scan"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("no graph form"), std::string::npos) << e.what();
-  }
+  const params p = nn::parameters(cell).initial_values(23);
+  const auto xv = random_values<shape<dyn, batch, in>>({steps, batch, in}, 6);
+  const auto hv = random_values<shape<batch, H>>({batch, H}, 7);
+  const auto wv = random_values<shape<dyn, batch, H>>({steps, batch, H}, 8);
+  const auto loss = sum(scan(cell, h0, xs) * weights);
+  const graph g = load_graph_binary(save_graph_binary(to_graph(loss)));
+  ASSERT_EQ(g, to_graph(loss));
+  std::size_t scans = 0;
+  for (const auto& n : g.nodes) scans += n.op == "scan";
+  EXPECT_EQ(scans, 1u);
+  runtime_feeds feeds;
+  feeds.insert_or_assign("xs", runtime_tensor(xv));
+  feeds.insert_or_assign("h0", runtime_tensor(hv));
+  feeds.insert_or_assign("weights", runtime_tensor(wv));
+  const std::vector<std::string> names{std::string(decltype(cell.W.var)::name.view()),
+                                       std::string(decltype(cell.U.var)::name.view()),
+                                       std::string(decltype(cell.b.var)::name.view()),
+                                       std::string(decltype(cell.c.var)::name.view()), "h0", "xs"};
+  const auto out = interpreter(differentiate(g, names)).run(feeds, &p);
+  EXPECT_NEAR(out[0].data<double>()[0], eval(loss, xs = xv, h0 = hv, weights = wv, p)[0], 1e-12);
+  const auto want = std::apply([&](const auto&... d) { return eval(d..., xs = xv, h0 = hv, weights = wv, p); },
+                               grad(loss, cell.W.var, cell.U.var, cell.b.var, cell.c.var, h0, xs));
+  std::size_t k = 1;
+  std::apply(
+      [&](const auto&... d) {
+        ([&] {
+           ASSERT_EQ(out[k].size(), d.size()) << names[k - 1];
+           for (std::size_t i = 0; i < d.size(); ++i)
+             EXPECT_NEAR(out[k].data<double>()[i], d.data()[i], 1e-11) << names[k - 1] << "[" << i << "]";
+           ++k;
+         }(),
+         ...);
+      },
+      want);
 }
 
 TEST(Scan, AnEmptySequenceIsAShapeError) {

@@ -22,8 +22,9 @@
 namespace symflow {
 
 namespace detail {
-// False for a node whose op declares graph_form = false (scan, nn/scan.hpp): it has no graph op, so
-// to_graph refuses it and grad/eval keep it off the runtime-program route.
+// False for a node whose op declares graph_form = false (the typed scan's ops, nn/scan.hpp): grad
+// and eval keep it off the runtime-program route. to_graph refuses such a node unless its op gives
+// its graph form itself (graph_attributes: the typed scan as the graph's scan).
 template <class E>
 constexpr bool has_graph_form() {
   if constexpr (requires { E::op_type::graph_form; }) return E::op_type::graph_form;
@@ -149,11 +150,19 @@ class graph_lowering {
       return lower(std::get<0>(e.args()));
     } else if constexpr (E::kind == node_kind::kernel && requires { e.op.program->source(); }) {
       return lower_program(e);
+    } else if constexpr (E::kind == node_kind::kernel && requires { e.op.graph_attributes(); }) {
+      // An op whose graph form is another op's, with attributes it makes itself (the typed scan
+      // as the graph's scan, its body lowered as a sub-graph).
+      std::vector<ref> inputs;
+      std::apply([&](const auto&... a) { (inputs.push_back(lower(a)), ...); }, e.args());
+      graph_node n{std::string(op_name), e.info.scoped_name(op_name), e.op.graph_attributes(), {}, graph_type_of<E>(),
+                   graph_location_of(e.info)};
+      return push_node(std::move(n), std::move(inputs));
     } else if constexpr (!detail::has_graph_form<E>()) {
       // A run-time error, not a static_assert: evaluation instantiates to_graph for its reports.
       throw graph_error("to_graph: node " + describe(e) +
-                        " has no graph form (a scan, nn/scan.hpp): the model can be evaluated and "
-                        "differentiated, not saved, exported or drawn as a graph");
+                        " has no graph form (the gradient of a typed scan, nn/scan_backward.hpp): "
+                        "lower the model itself and differentiate the graph instead");
     } else if constexpr (E::kind == node_kind::accumulation) {
       // A chain of adds over the terms; no terms is the scalar 0, which broadcasts where it is added.
       if (e.items().empty()) return lower(zero<value_type_of<E>>{});

@@ -16,9 +16,11 @@
 // vector-Jacobian product, grad(sum(body * adjoint), leaf), is derived once at compile time and run
 // backwards over the steps on the forward states (nn/scan_backward.hpp).
 //
+// In a graph value (to_graph) it is the graph's own scan (ir/control_flow/scan.hpp) with the body
+// as its sub-graph; the typed gradient's nodes have no graph form (differentiate the lowered model).
 // Not supported: jvp and second derivatives through a scan (compile errors), a scan in a scan's body
-// (compile error), a scan in a graph value (to_graph), and CUDA evaluation. A model with a scan
-// takes its gradient by the typed sweep, not by a runtime program (runtime/program_gradient.hpp).
+// (compile error), and CUDA evaluation. A model with a scan takes its gradient by the typed sweep,
+// not by a runtime program (runtime/program_gradient.hpp).
 #include <memory>
 #include <tuple>
 #include <type_traits>

@@ -14,6 +14,8 @@
 #include "../eval/cpu/eval.hpp"
 #include "../expr/leaves.hpp"
 #include "../expr/structural.hpp"
+#include "../ir/control_flow/signature.hpp"
+#include "../ir/to_graph.hpp"
 #include "../ops/all.hpp"
 #include "../symbolic/gradient.hpp"
 
@@ -103,9 +105,21 @@ struct scan_op;
 template <class Body, class State, class Input, class... Leaves>
 struct scan_op<Body, State, Input, std::tuple<Leaves...>> : detail::scan::first_order_only {
   static constexpr std::string_view name = "scan";
-  static constexpr bool graph_form = false;  // see runtime/program_gradient.hpp
+  // Not through a runtime program (runtime/program_gradient.hpp): eval and grad of a model with a
+  // scan run the typed forms here and in scan_backward.hpp.
+  static constexpr bool graph_form = false;
   std::shared_ptr<const Body> body;
   bool operator==(const scan_op& other) const { return body == other.body; }
+
+  // Its form in a graph value (ir/to_graph.hpp): the graph's own scan (ir/control_flow/scan.hpp),
+  // whose body is this body lowered and called with (state, step, leaves...), the order of this
+  // node's operands.
+  std::vector<graph_attribute> graph_attributes() const {
+    std::vector<control_flow::call_input> order{{std::string(State::name.view()), symflow::detail::graph_type_of<State>()},
+                                                {std::string(Input::name.view()), symflow::detail::graph_type_of<Input>()}};
+    (order.push_back({std::string(Leaves::name.view()), symflow::detail::graph_type_of<Leaves>()}), ...);
+    return {{"body", subgraph{std::make_shared<const graph>(control_flow::with_inputs(to_graph(*body), order))}}};
+  }
 
   static constexpr bool contiguous_operands = true;
   template <class... V>

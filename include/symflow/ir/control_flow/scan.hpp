@@ -112,16 +112,9 @@ struct scan_adjoint_flow {
   static constexpr std::array attributes{flow_attribute_spec{"body", flow_attribute::graph},
                                          flow_attribute_spec{"wrt", flow_attribute::integer}};
 
-  static std::size_t operand(const graph_node& n, std::size_t operands, const std::string& who) {
-    const std::int64_t k = std::get<std::int64_t>(*n.attribute("wrt"));
-    if (k < 0 || std::size_t(k) >= operands)
-      throw graph_error(who + ": wrt is " + std::to_string(k) + ", the scan has " + std::to_string(operands) + " operands");
-    return std::size_t(k);
-  }
-
   static graph_type result_type(const graph_node& n, const std::vector<graph_type>& in, const std::string& who) {
     const std::size_t m = in.size() - 2;  // the scan's operands
-    const std::size_t k = operand(n, m, who);
+    const std::size_t k = wrt_operand(n, m, who);
     std::vector<graph_type> scan_in(in.begin(), in.begin() + std::ptrdiff_t(m));
     if (scan_in[1].shape.empty()) throw graph_error(who + ": the sequence xs is a scalar");
     std::vector<graph_type> args = scan_flow::body_arguments(scan_in);
@@ -144,14 +137,14 @@ struct scan_adjoint_flow {
     if (in[m] != in[m + 1] || in[m].empty() || in[m][0] != in[1].at(0))
       throw shape_error(who + ": the states " + format_extents(in[m]) + " and their adjoint " + format_extents(in[m + 1]) +
                         " must both be [T, state...] for the " + std::to_string(in[1].at(0)) + " steps of xs");
-    return in[operand(n, m, who)];
+    return in[wrt_operand(n, m, who)];
   }
 
   template <class R>
   static void run(R& r, const graph_node& n, const runtime_array& out, const std::vector<runtime_array>& in,
                   const std::string& who) {
     const graph& body = body_of(n, "body");
-    const std::size_t m = in.size() - 2, k = operand(n, m, who), steps = in[1].extents[0];
+    const std::size_t m = in.size() - 2, k = wrt_operand(n, m, who), steps = in[1].extents[0];
     const runtime_array& states = in[m];
     const runtime_array& g = in[m + 1];
     runtime_tensor carried = zeros(in[0].type, in[0].extents);

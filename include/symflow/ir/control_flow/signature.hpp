@@ -106,6 +106,15 @@ inline graph with_inputs(const graph& g, const std::vector<call_input>& order) {
   return out;
 }
 
+// The operand whose adjoint an adjoint op (scan_adjoint, while_adjoint) computes: its `wrt`
+// attribute, checked against the loop's operand count.
+inline std::size_t wrt_operand(const graph_node& n, std::size_t operands, const std::string& who) {
+  const std::int64_t k = std::get<std::int64_t>(*n.attribute("wrt"));
+  if (k < 0 || std::size_t(k) >= operands)
+    throw graph_error(who + ": wrt is " + std::to_string(k) + ", the loop has " + std::to_string(operands) + " operands");
+  return std::size_t(k);
+}
+
 // A value's type without its leading axis (a step of a sequence).
 inline graph_type step_type(const graph_type& t) {
   graph_type s = t;

@@ -125,17 +125,10 @@ struct while_adjoint_flow {
       flow_attribute_spec{"max_iterations", flow_attribute::integer},
       flow_attribute_spec{"adjoint", flow_attribute::graph}, flow_attribute_spec{"wrt", flow_attribute::integer}};
 
-  static std::size_t operand(const graph_node& n, std::size_t operands, const std::string& who) {
-    const std::int64_t k = std::get<std::int64_t>(*n.attribute("wrt"));
-    if (k < 0 || std::size_t(k) >= operands)
-      throw graph_error(who + ": wrt is " + std::to_string(k) + ", the loop has " + std::to_string(operands) + " operands");
-    return std::size_t(k);
-  }
-
   static graph_type result_type(const graph_node& n, const std::vector<graph_type>& in, const std::string& who) {
     const std::vector<graph_type> loop_in(in.begin(), in.end() - 1);
     while_flow::result_type(n, loop_in, who);
-    const std::size_t k = operand(n, loop_in.size(), who);
+    const std::size_t k = wrt_operand(n, loop_in.size(), who);
     std::vector<graph_type> args = loop_in;
     args.push_back(in[0]);
     check_call(n, "adjoint", args, k == 0 ? 1 : 2, who);
@@ -155,13 +148,13 @@ struct while_adjoint_flow {
     while_flow::extents(r, n, loop_types, loop_in, who);
     if (in.back() != in[0])
       throw shape_error(who + ": the adjoint g has extents " + format_extents(in.back()) + ", the state " + format_extents(in[0]));
-    return in[operand(n, loop_in.size(), who)];
+    return in[wrt_operand(n, loop_in.size(), who)];
   }
 
   template <class R>
   static void run(R& r, const graph_node& n, const runtime_array& out, const std::vector<runtime_array>& in,
                   const std::string& who) {
-    const std::size_t m = in.size() - 1, k = operand(n, m, who);
+    const std::size_t m = in.size() - 1, k = wrt_operand(n, m, who);
     const std::vector<runtime_array> loop_in(in.begin(), in.begin() + std::ptrdiff_t(m));
     // The states the body was called on, in order.
     std::vector<runtime_tensor> states;

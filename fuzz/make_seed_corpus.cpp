@@ -98,14 +98,16 @@ graph gradients() {
   return to_graph(loss, dW, db);
 }
 
-// Kernels and views whose attributes are lists, optional or signed: pooling with padding and
-// rounding, a stepped slice, flip, tril, and the reshape_as of a gradient from several unknown extents.
+// Kernels and views whose attributes are lists, optional or signed: pooling with padding, rounding
+// and dilation, max-pooling's indices, a stepped slice, flip, tril, and the reshape_as of a gradient
+// from several unknown extents.
 graph pooling_slices_trilu() {
   auto x = placeholder<"x", float, shape<dyn, dyn, dyn, 3>>();
   auto s = placeholder<"s", float, shape<dyn, dyn, 4>>();
   auto l = sum(max_pool2d<3, 2, 1, pool_options::ceil_mode>(x)) + sum(avg_pool2d<2, 1, 1, pool_options::count_include_pad>(x)) +
-           sum(tril(s, -1)) + sum(flip<1>(narrow<2>(s, 0, 4, 2))) + sum(reshape<shape<dyn, 4>>(s));
-  return to_graph(l, grad(l, x), grad(l, s));
+           sum(max_pool2d<2, 1, 1, pool_options::none, 2>(x)) + sum(tril(s, -1)) + sum(flip<1>(narrow<2>(s, 0, 4, 2))) +
+           sum(reshape<shape<dyn, 4>>(s));
+  return to_graph(l, grad(l, x), grad(l, s), max_pool2d_indices<3, 2, 1, pool_options::none, 2>(x));
 }
 
 // Dilation and groups (optional attributes of the convolutions) on the forward op and both adjoints.

@@ -73,6 +73,7 @@ TEST(GraphLowering, EveryOpPrintsBackLikeItsType) {
   auto pooled = avg_pool2d<1>(dropout(max_pool2d<2>(conv2d<1, padding::same>(img, K)), 0.5, 3));
   auto cnn = mean(softmax_cross_entropy(reshape<shape<dyn, 36>>(pooled), labels));
   expect_graph_prints_like(cnn, grad(cnn, K), grad(cnn, img));
+  expect_graph_prints_like(max_pool2d_indices<3, 2, 1, pool_options::ceil_mode, 2>(img));
   // Together these graphs use every view and kernel a loader knows: all of them round-trip. (Every
   // listed elementwise op and reduction is printed back by the op laws, tests/ops/op_laws.hpp; the
   // control-flow ops, graph nodes without a typed op, by graph_control_flow_test.)

@@ -1,4 +1,4 @@
-// Pooling with padding, ceil rounding and count_include_pad (ops/pool2d.hpp), and 1-D pooling
+// Pooling with padding, ceil rounding, count_include_pad and dilation (ops/pool2d.hpp), and 1-D pooling
 // (ops/pool1d.hpp), against PyTorch's CPU pooling algorithm written out here in float64
 // (aten/src/ATen/native: pooling_output_shape and the avg/max pool loops: hstart = oh*stride - pad,
 // hend = min(hstart + k, H + pad), pool_size taken before clamping to the input): odd extents,
@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -24,9 +26,10 @@ using namespace symflow;
 
 namespace {
 
-// PyTorch's pooling_output_shape_pad_lr with dilation 1.
-std::size_t torch_out(std::size_t in, std::size_t k, std::size_t s, std::size_t pad_l, std::size_t pad_r, bool ceil) {
-  const std::int64_t num = std::int64_t(in + pad_l + pad_r) - std::int64_t(k) + (ceil ? std::int64_t(s) - 1 : 0);
+// PyTorch's pooling_output_shape_pad_lr.
+std::size_t torch_out(std::size_t in, std::size_t k, std::size_t s, std::size_t pad_l, std::size_t pad_r, bool ceil,
+                      std::size_t d = 1) {
+  const std::int64_t num = std::int64_t(in + pad_l + pad_r) - std::int64_t(d * (k - 1)) - 1 + (ceil ? std::int64_t(s) - 1 : 0);
   std::int64_t out = num / std::int64_t(s) + 1;
   if (ceil && (out - 1) * std::int64_t(s) >= std::int64_t(in + pad_l)) --out;
   return std::size_t(out);
@@ -35,38 +38,46 @@ std::size_t torch_out(std::size_t in, std::size_t k, std::size_t s, std::size_t 
 struct pool_case {
   std::size_t kh, kw, sh, sw, top, left, bottom, right;
   bool ceil, include_pad, max;
+  std::size_t dh = 1, dw = 1;
 };
 
 // The reference pooling of x [N, H, W, C] (float64), NaN-aware as PyTorch's CPU max pool is
-// not: symflow's scan keeps the first maximum by strict >, so the reference does the same.
+// not: symflow's scan keeps the first maximum by strict >, so the reference does the same. Each
+// window position (hs + i * dh, ws + j * dw) is enumerated: those inside x are read, those inside
+// the padded input are counted for count_include_pad (ONNX AveragePool's count with dilations).
+// With `where`, max pooling also gives each maximum's position h * W + w (PyTorch's indices).
 std::vector<double> reference(const pool_case& p, const std::vector<double>& x, std::size_t N, std::size_t H, std::size_t W,
-                              std::size_t C, std::size_t& OH, std::size_t& OW) {
-  OH = torch_out(H, p.kh, p.sh, p.top, p.bottom, p.ceil);
-  OW = torch_out(W, p.kw, p.sw, p.left, p.right, p.ceil);
+                              std::size_t C, std::size_t& OH, std::size_t& OW, std::vector<std::int64_t>* where = nullptr) {
+  OH = torch_out(H, p.kh, p.sh, p.top, p.bottom, p.ceil, p.dh);
+  OW = torch_out(W, p.kw, p.sw, p.left, p.right, p.ceil, p.dw);
   std::vector<double> y(N * OH * OW * C);
+  if (where) where->assign(y.size(), -1);
   for (std::size_t n = 0; n < N; ++n)
     for (std::size_t oh = 0; oh < OH; ++oh)
       for (std::size_t ow = 0; ow < OW; ++ow)
         for (std::size_t c = 0; c < C; ++c) {
-          std::int64_t hs = std::int64_t(oh * p.sh) - std::int64_t(p.top), ws = std::int64_t(ow * p.sw) - std::int64_t(p.left);
-          std::int64_t he = std::min<std::int64_t>(hs + std::int64_t(p.kh), std::int64_t(H + p.bottom));
-          std::int64_t we = std::min<std::int64_t>(ws + std::int64_t(p.kw), std::int64_t(W + p.right));
-          const std::int64_t pool_size = (he - hs) * (we - ws);
-          hs = std::max<std::int64_t>(hs, 0), ws = std::max<std::int64_t>(ws, 0);
-          he = std::min<std::int64_t>(he, std::int64_t(H)), we = std::min<std::int64_t>(we, std::int64_t(W));
+          const std::int64_t hs = std::int64_t(oh * p.sh) - std::int64_t(p.top), ws = std::int64_t(ow * p.sw) - std::int64_t(p.left);
           double acc = 0;
           bool first = true;
-          for (std::int64_t h = hs; h < he; ++h)
-            for (std::int64_t w = ws; w < we; ++w) {
+          std::int64_t inside = 0, padded = 0;
+          for (std::size_t i = 0; i < p.kh; ++i)
+            for (std::size_t j = 0; j < p.kw; ++j) {
+              const std::int64_t h = hs + std::int64_t(i * p.dh), w = ws + std::int64_t(j * p.dw);
+              if (h < std::int64_t(H + p.bottom) && w < std::int64_t(W + p.right)) ++padded;
+              if (h < 0 || w < 0 || h >= std::int64_t(H) || w >= std::int64_t(W)) continue;
+              ++inside;
               const double v = x[((n * H + std::size_t(h)) * W + std::size_t(w)) * C + c];
               if (p.max) {
-                if (first || v > acc) acc = v;
+                if (first || v > acc) {
+                  acc = v;
+                  if (where) (*where)[((n * OH + oh) * OW + ow) * C + c] = h * std::int64_t(W) + w;
+                }
               } else {
                 acc += v;
               }
               first = false;
             }
-          if (!p.max) acc /= double(p.include_pad ? pool_size : (he - hs) * (we - ws));
+          if (!p.max) acc /= double(p.include_pad ? padded : inside);
           y[((n * OH + oh) * OW + ow) * C + c] = acc;
         }
   return y;
@@ -89,23 +100,23 @@ tensor<T, shape<dyn, dyn, dyn, dyn>> random_images(std::size_t N, std::size_t H,
 }
 
 // One typed pooling against the reference, and its graph form through the interpreter.
-template <std::size_t K, std::size_t S, std::size_t P, pool_options O, bool Max>
+template <std::size_t K, std::size_t S, std::size_t P, pool_options O, bool Max, std::size_t D = 1>
 void check_typed(std::size_t H, std::size_t W, unsigned seed) {
   constexpr bool ceil = has_option(O, pool_options::ceil_mode), include = has_option(O, pool_options::count_include_pad);
   SCOPED_TRACE(std::string(Max ? "max" : "avg") + " window " + std::to_string(K) + " stride " + std::to_string(S) + " pad " +
-               std::to_string(P) + (ceil ? " ceil" : "") + (include ? " count_include_pad" : "") + " on " + std::to_string(H) +
-               "x" + std::to_string(W));
+               std::to_string(P) + " dilation " + std::to_string(D) + (ceil ? " ceil" : "") +
+               (include ? " count_include_pad" : "") + " on " + std::to_string(H) + "x" + std::to_string(W));
   const std::size_t N = 2, C = 3;
   const auto x = placeholder<"x", double, shape<dyn, dyn, dyn, dyn>>();
   const auto v = random_images<double>(N, H, W, C, seed, true);
   const auto e = [&] {
-    if constexpr (Max) return max_pool2d<K, S, P, O>(x);
-    else return avg_pool2d<K, S, P, O>(x);
+    if constexpr (Max) return max_pool2d<K, S, P, O, D>(x);
+    else return avg_pool2d<K, S, P, O, D>(x);
   }();
   const auto got = eval(e, x = v);
   std::size_t OH = 0, OW = 0;
-  const auto want = reference({K, K, S, S, P, P, P, P, ceil, include, Max}, std::vector<double>(v.begin(), v.end()), N, H, W, C,
-                              OH, OW);
+  const auto want = reference({K, K, S, S, P, P, P, P, ceil, include, Max, D, D}, std::vector<double>(v.begin(), v.end()), N,
+                              H, W, C, OH, OW);
   ASSERT_EQ(got.extent(1), OH);
   ASSERT_EQ(got.extent(2), OW);
   for (std::size_t q = 0; q < want.size(); ++q) {
@@ -237,6 +248,150 @@ TEST(PoolOptions, AGraphMayPadTheTwoSidesDifferently) {
     ASSERT_EQ(got.extents()[2], OW);
     for (std::size_t q = 0; q < want.size(); ++q) EXPECT_NEAR(got.data<double>()[q], want[q], 1e-12) << q;
   }
+}
+
+// Dilation (ONNX MaxPool/AveragePool dilations, torch.nn.MaxPool2d(dilation=...)): the window's
+// positions are D apart, so the padded input must hold the span (K - 1) * D + 1.
+TEST(PoolOptions, DilatedPoolingMatchesTheReference) {
+  check_typed<2, 1, 0, pool_options::none, true, 2>(7, 6, 41);
+  check_typed<3, 2, 1, pool_options::ceil_mode, true, 2>(9, 8, 42);
+  check_typed<3, 1, 2, pool_options::none, true, 3>(8, 11, 43);
+  check_typed<2, 3, 1, pool_options::ceil_mode, true, 3>(10, 7, 44);
+  check_typed<2, 1, 0, pool_options::none, false, 2>(7, 6, 45);
+  check_typed<3, 2, 1, pool_options::count_include_pad, false, 2>(9, 8, 46);
+  check_typed<3, 2, 2, pool_options::ceil_mode | pool_options::count_include_pad, false, 2>(8, 9, 47);
+  check_typed<2, 2, 1, pool_options::ceil_mode, false, 3>(10, 7, 48);
+  // torch.nn.MaxPool1d(2, stride=1, dilation=2) of [1, 5, 2, 4, 3]: windows (0, 2), (1, 3), (2, 4).
+  const auto s = placeholder<"s", float, shape<1, 5, 1>>();
+  tensor<float, shape<1, 5, 1>> row({1, 5, 1}, 0.f);
+  const float values[] = {1, 5, 2, 4, 3};
+  std::copy(std::begin(values), std::end(values), row.begin());
+  const auto m = eval(max_pool1d<2, 1, 0, pool_options::none, 2>(s), s = row);
+  ASSERT_EQ(m.extent(1), 3u);
+  EXPECT_EQ(m.data()[0], 2.f);
+  EXPECT_EQ(m.data()[1], 5.f);
+  EXPECT_EQ(m.data()[2], 3.f);
+  const auto a = eval(avg_pool1d<2, 1, 0, pool_options::none, 2>(s), s = row);
+  EXPECT_FLOAT_EQ(a.data()[0], 1.5f);
+  EXPECT_FLOAT_EQ(a.data()[1], 4.5f);
+  EXPECT_FLOAT_EQ(a.data()[2], 2.5f);
+  static_assert(std::is_same_v<shape_of<decltype(max_pool2d<3, 1, 0, pool_options::none, 2>(
+                                   std::declval<placeholder<"i", float, shape<2, 9, 7, 3>>>()))>,
+                               shape<2, 5, 3, 3>>);
+}
+
+TEST(PoolOptions, DilatedGradientsMatchCentralDifferences) {
+  auto x = placeholder<"x", double, shape<2, 8, 7, 3>>();
+  tensor<double, shape<2, 8, 7, 3>> xv({2, 8, 7, 3}, 0.0);
+  std::vector<double> vals(xv.size());
+  for (std::size_t k = 0; k < vals.size(); ++k) vals[k] = double(k) * 0.01 - 1.7;
+  std::shuffle(vals.begin(), vals.end(), std::mt19937(6));
+  std::copy(vals.begin(), vals.end(), xv.begin());
+  const auto w = constant(random_images<double>(2, 4, 3, 3, 19, false));  // the pooled extents
+  const auto loss = sum(sin(avg_pool2d<3, 2, 1, pool_options::ceil_mode | pool_options::count_include_pad, 2>(x)) * w) +
+                    sum(square(max_pool2d<3, 2, 1, pool_options::ceil_mode, 2>(x)) * w);
+  const auto c = check_gradient(loss, x, x = xv);
+  EXPECT_LT(c.max_relative_error, 1e-7) << c.symbolic_at_worst << " vs " << c.numeric_at_worst;
+  symflow::testing::expect_runtime_gradient_matches(loss, x, xv, 1e-12);
+}
+
+// A graph may dilate the two axes differently; a dilated window that steps over the whole input
+// (positions -1 and 2 of a 1-element axis) is refused, as a window of padding only would be.
+TEST(PoolOptions, AGraphMayDilateTheTwoAxesDifferently) {
+  const auto x = placeholder<"x", double, shape<dyn, dyn, dyn, dyn>>();
+  const auto v = random_images<double>(2, 9, 8, 3, 33, true);
+  auto dilate = [](graph g, std::vector<std::int64_t> window, std::vector<std::int64_t> pads, std::vector<std::int64_t> dilation) {
+    for (auto& node : g.nodes)
+      if (node.op == "max_pool2d" || node.op == "avg_pool2d")
+        for (auto& a : node.attributes) {
+          if (a.key == "window") a.value = window;
+          if (a.key == "pads") a.value = pads;
+          if (a.key == "dilation") a.value = dilation;
+        }
+    g.nodes.back().type.shape = {-1, -1, -1, -1};
+    return g;
+  };
+  for (const bool max : {true, false}) {
+    const graph g = dilate(max ? to_graph(max_pool2d<3, 2>(x)) : to_graph(avg_pool2d<3, 2>(x)), {3, 2}, {1, 0, 2, 1}, {2, 3});
+    runtime_feeds feeds;
+    feeds.insert_or_assign("x", runtime_tensor(v));
+    const auto got = interpreter(g).run(feeds)[0];
+    std::size_t OH = 0, OW = 0;
+    pool_case p{3, 2, 2, 2, 1, 0, 2, 1, false, false, max};
+    p.dh = 2, p.dw = 3;
+    const auto want = reference(p, std::vector<double>(v.begin(), v.end()), 2, 9, 8, 3, OH, OW);
+    ASSERT_EQ(got.extents()[1], OH);
+    ASSERT_EQ(got.extents()[2], OW);
+    for (std::size_t q = 0; q < want.size(); ++q) {
+      const double have = got.data<double>()[q];
+      if (std::isnan(want[q])) EXPECT_TRUE(std::isnan(have)) << q;
+      else if (std::isinf(want[q])) EXPECT_EQ(have, want[q]) << q;
+      else EXPECT_NEAR(have, want[q], 1e-12 * (1 + std::abs(want[q]))) << q;
+    }
+  }
+  const graph stepping_over = dilate(to_graph(max_pool2d<3, 2>(x)), {2, 1}, {1, 0, 2, 0}, {3, 1});
+  runtime_feeds one_row;
+  one_row.insert_or_assign("x", runtime_tensor(tensor<double, shape<dyn, dyn, dyn, dyn>>({1, 1, 3, 1}, 1.0)));
+  try {
+    (void)interpreter(stepping_over).run(one_row);
+    ADD_FAILURE() << "a window of padding only was accepted";
+  } catch (const shape_error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds no input element"), std::string::npos) << e.what();
+  }
+}
+
+// max_pool2d_indices against the reference's positions, and against max_pool2d itself: each
+// pooled value is the element of x its index names. Ties (the rounded values repeat), NaN, Inf and
+// -0 included; the graph form through the interpreter gives the same indices.
+template <std::size_t K, std::size_t S, std::size_t P, pool_options O, std::size_t D = 1>
+void check_indices(std::size_t H, std::size_t W, unsigned seed) {
+  SCOPED_TRACE("window " + std::to_string(K) + " stride " + std::to_string(S) + " pad " + std::to_string(P) + " dilation " +
+               std::to_string(D) + " on " + std::to_string(H) + "x" + std::to_string(W));
+  const std::size_t N = 2, C = 3;
+  const auto x = placeholder<"x", float, shape<dyn, dyn, dyn, dyn>>();
+  auto v = random_images<float>(N, H, W, C, seed, true);
+  for (std::size_t q = 40; q < v.size(); ++q) v.data()[q] = std::round(v.data()[q]);  // many ties
+  const auto indices = eval(max_pool2d_indices<K, S, P, O, D>(x), x = v);
+  const auto pooled = eval(max_pool2d<K, S, P, O, D>(x), x = v);
+  static_assert(std::is_same_v<value_type_of<decltype(max_pool2d_indices<K, S, P, O, D>(x))>, std::int64_t>);
+  std::size_t OH = 0, OW = 0;
+  std::vector<std::int64_t> want;
+  const std::vector<double> flat(v.begin(), v.end());
+  (void)reference({K, K, S, S, P, P, P, P, has_option(O, pool_options::ceil_mode), false, true, D, D}, flat, N, H, W, C, OH, OW,
+                  &want);
+  ASSERT_EQ(indices.extent(1), OH);
+  ASSERT_EQ(indices.extent(2), OW);
+  for (std::size_t q = 0; q < want.size(); ++q) {
+    EXPECT_EQ(indices.data()[q], want[q]) << q;
+    const std::size_t n = q / (OH * OW * C), c = q % C, k = std::size_t(indices.data()[q]);
+    ASSERT_LT(k, H * W) << q;
+    const float taken = v.data()[(n * H * W + k) * C + c], have = pooled.data()[q];
+    EXPECT_TRUE(std::bit_cast<std::uint32_t>(taken) == std::bit_cast<std::uint32_t>(have)) << q << ": " << taken << " " << have;
+  }
+  runtime_feeds feeds;
+  feeds.insert_or_assign("x", runtime_tensor(v));
+  const auto interpreted = interpreter(to_graph(max_pool2d_indices<K, S, P, O, D>(x))).run(feeds)[0];
+  ASSERT_EQ(interpreted.type(), dtype::i64);
+  ASSERT_EQ(interpreted.size(), indices.size());
+  for (std::size_t q = 0; q < indices.size(); ++q) EXPECT_EQ(interpreted.data<std::int64_t>()[q], indices.data()[q]) << q;
+}
+
+TEST(PoolOptions, IndicesNameTheElementsMaxPoolingTook) {
+  check_indices<2, 2, 0, pool_options::none>(6, 8, 51);
+  check_indices<3, 2, 1, pool_options::ceil_mode>(7, 6, 52);
+  check_indices<3, 1, 1, pool_options::none>(5, 9, 53);
+  check_indices<2, 1, 1, pool_options::ceil_mode, 2>(9, 7, 54);
+  check_indices<3, 2, 2, pool_options::none, 3>(11, 10, 55);
+  // The doc's example: window [1, 2], stride [1, 1] of the row [4, 9, 9, 1] gives [1, 1, 2].
+  const auto r = placeholder<"r", float, shape<1, 1, 4, 1>>();
+  tensor<float, shape<1, 1, 4, 1>> row({1, 1, 4, 1}, 0.f);
+  const float values[] = {4, 9, 9, 1};
+  std::copy(std::begin(values), std::end(values), row.begin());
+  const auto k = eval(make_kernel(ops::max_pool2d_indices_op<1, 2, 1, 1, 0, 0, pool_options::none>{}, source_site{}, r), r = row);
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k.data()[0], 1);
+  EXPECT_EQ(k.data()[1], 1);
+  EXPECT_EQ(k.data()[2], 2);
 }
 
 TEST(PoolOptions, RefusedGeometriesAreShapeErrors) {

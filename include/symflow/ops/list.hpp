@@ -46,6 +46,7 @@
 #include "logical_or.hpp"
 #include "matmul.hpp"
 #include "max.hpp"
+#include "max_pool2d_indices.hpp"
 #include "maximum.hpp"
 #include "mean.hpp"
 #include "min.hpp"

@@ -26,33 +26,48 @@
 namespace symflow {
 namespace ops {
 namespace pool_detail {
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O>
-inline constexpr settings static_settings{{KH, KW}, {SH, SW}, {PH, PW, PH, PW}, has_option(O, pool_options::ceil_mode),
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, std::size_t DH, std::size_t DW>
+inline constexpr settings static_settings{{KH, KW},
+                                          {SH, SW},
+                                          {DH, DW},
+                                          {PH, PW, PH, PW},
+                                          has_option(O, pool_options::ceil_mode),
                                           has_option(O, pool_options::count_include_pad)};
 
-template <class S, std::size_t KH, std::size_t KW, std::size_t PH, std::size_t PW>
+// Whether x's static extents fit the pooling (dyn extents are checked at run time): the window
+// fits in the padded input and every window reads an input element.
+template <class S, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, std::size_t DH, std::size_t DW>
 consteval bool static_shape_fits() {
-  if constexpr (S::rank != 4) return false;
-  else
-    return (S::extents[1] == dyn || S::extents[1] + 2 * PH >= KH) && (S::extents[2] == dyn || S::extents[2] + 2 * PW >= KW);
+  if constexpr (S::rank != 4) {
+    return false;
+  } else {
+    constexpr const settings& s = static_settings<KH, KW, SH, SW, PH, PW, O, DH, DW>;
+    for (std::size_t a = 0; a < 2; ++a) {
+      if (S::extents[1 + a] == dyn) continue;
+      axis_geometry ax{S::extents[1 + a], s.window[a], s.stride[a], s.pads[a], s.pads[2 + a], 0, s.dilation[a]};
+      ax.out = output_extent(ax.in, ax.span(), ax.stride, ax.before, ax.after, s.ceil_mode);
+      if (ax.out == 0 || !every_window_reads_input(ax)) return false;
+    }
+    return true;
+  }
 }
-template <class S, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O>
+template <class S, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, std::size_t DH, std::size_t DW>
 consteval std::array<std::size_t, 4> static_result() {
-  if constexpr (!static_shape_fits<S, KH, KW, PH, PW>()) {
+  if constexpr (!static_shape_fits<S, KH, KW, SH, SW, PH, PW, O, DH, DW>()) {
     return {dyn, dyn, dyn, dyn};  // probed by op_registry.hpp with shapes that do not fit
   } else {
     constexpr auto x = S::extents;
     constexpr bool ceil = has_option(O, pool_options::ceil_mode);
-    return {x[0], static_output_extent(x[1], KH, SH, PH, PH, ceil), static_output_extent(x[2], KW, SW, PW, PW, ceil), x[3]};
+    return {x[0], static_output_extent(x[1], (KH - 1) * DH + 1, SH, PH, PH, ceil),
+            static_output_extent(x[2], (KW - 1) * DW + 1, SW, PW, PW, ceil), x[3]};
   }
 }
-template <class SG, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW,
-          pool_options O>
+template <class SG, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, std::size_t DH, std::size_t DW>
 consteval bool static_adjoint_fits() {
-  if constexpr (!static_shape_fits<SX, KH, KW, PH, PW>() || SG::rank != 4) {
+  if constexpr (!static_shape_fits<SX, KH, KW, SH, SW, PH, PW, O, DH, DW>() || SG::rank != 4) {
     return false;
   } else {
-    constexpr auto want = static_result<SX, KH, KW, SH, SW, PH, PW, O>();
+    constexpr auto want = static_result<SX, KH, KW, SH, SW, PH, PW, O, DH, DW>();
     for (std::size_t i = 0; i < 4; ++i)
       if (!conv_detail::compatible(SG::extents[i], want[i])) return false;
     return true;
@@ -82,29 +97,31 @@ struct avg_pooling {
 
 // The attributes of a pooling op: window [KH, KW], stride [SH, SW], pads [top, left, bottom,
 // right] (the typed ops pad both sides of an axis alike; a graph may pad them differently),
-// ceil_mode, and for average pooling count_include_pad.
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O,
-          class Pooling>
+// dilation [DH, DW], ceil_mode, and for average pooling count_include_pad.
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, std::size_t DH, std::size_t DW, class Pooling>
 struct pool2d_attributes {
   static_assert(KH > 0 && KW > 0 && SH > 0 && SW > 0, "symflow: a pooling window and stride must be at least 1");
-  static_assert(PH < KH && PW < KW, "symflow: a pooling pad must be smaller than the window");
+  static_assert(DH > 0 && DW > 0, "symflow: a pooling dilation must be at least 1");
+  static_assert(PH < (KH - 1) * DH + 1 && PW < (KW - 1) * DW + 1, "symflow: a pooling pad must be smaller than the window");
   static constexpr bool contiguous_operands = true;
-  // Graph files written before padding existed have none of these: no padding, floor rounding.
-  static constexpr std::array<std::string_view, 3> optional_attributes{"pads", "ceil_mode", "count_include_pad"};
+  // Graph files written before padding (dilation) existed have none of these: no padding, floor
+  // rounding, no dilation.
+  static constexpr std::array<std::string_view, 4> optional_attributes{"pads", "dilation", "ceil_mode", "count_include_pad"};
   template <class V>
   static void visit_attributes(V&& v) {
     v("window", std::array<std::size_t, 2>{KH, KW});
     v("stride", std::array<std::size_t, 2>{SH, SW});
     v("pads", std::array<std::size_t, 4>{PH, PW, PH, PW});
+    v("dilation", std::array<std::size_t, 2>{DH, DW});
     v("ceil_mode", has_option(O, pool_options::ceil_mode));
     if constexpr (Pooling::averages) v("count_include_pad", has_option(O, pool_options::count_include_pad));
   }
-  static constexpr const pool_detail::settings& settings = pool_detail::static_settings<KH, KW, SH, SW, PH, PW, O>;
+  static constexpr const pool_detail::settings& settings = pool_detail::static_settings<KH, KW, SH, SW, PH, PW, O, DH, DW>;
 };
 
 // Pooling ops with one operand x, or with (g, x) for the adjoint.
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, class Pooling>
-struct pool2d_shape_rules : pool2d_attributes<KH, KW, SH, SW, PH, PW, O, Pooling> {
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, std::size_t DH, std::size_t DW, class Pooling>
+struct pool2d_shape_rules : pool2d_attributes<KH, KW, SH, SW, PH, PW, O, DH, DW, Pooling> {
   template <class X, class... Rest>
   using result_type = X;
   template <class X, class... Rest>  // dtype rule (ir/op_registry.hpp): one floating-point dtype
@@ -113,14 +130,14 @@ struct pool2d_shape_rules : pool2d_attributes<KH, KW, SH, SW, PH, PW, O, Pooling
 
 // Forward pooling x [N,H,W,C] -> [N,OH,OW,C]: the window's geometry, checks and kernels at compile
 // time and in the interpreter; the op adds its derivative rule.
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, class Pooling>
-struct pool2d_forward_rules : pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, Pooling> {
-  using base = pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, Pooling>;
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, std::size_t DH, std::size_t DW, class Pooling>
+struct pool2d_forward_rules : pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, Pooling> {
+  using base = pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, Pooling>;
   static constexpr std::string_view name = Pooling::name;
   template <class S>
-  static constexpr bool shapes_ok = pool_detail::static_shape_fits<S, KH, KW, PH, PW>();
+  static constexpr bool shapes_ok = pool_detail::static_shape_fits<S, KH, KW, SH, SW, PH, PW, O, DH, DW>();
   template <class S>
-  using result_shape = shape_from_array_t<pool_detail::static_result<S, KH, KW, SH, SW, PH, PW, O>()>;
+  using result_shape = shape_from_array_t<pool_detail::static_result<S, KH, KW, SH, SW, PH, PW, O, DH, DW>()>;
   static extents_t<4> infer_extents(const auto& who, const extents_t<4>& x) {
     return pool_detail::checked_geometry(who, name, x, base::settings).output_extents();
   }
@@ -146,12 +163,12 @@ struct pool2d_forward_rules : pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, Pool
 
 // The adjoint of pooling, (g [N,OH,OW,C], x [N,H,W,C]) -> [N,H,W,C]: g must have the extents the
 // forward op gives x.
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, class Pooling>
-struct pool2d_backward_rules : pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, Pooling> {
-  using base = pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, Pooling>;
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, std::size_t DH, std::size_t DW, class Pooling>
+struct pool2d_backward_rules : pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, Pooling> {
+  using base = pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, Pooling>;
   static constexpr std::string_view name = Pooling::backward_name;
   template <class SG, class SX>
-  static constexpr bool shapes_ok = pool_detail::static_adjoint_fits<SG, SX, KH, KW, SH, SW, PH, PW, O>();
+  static constexpr bool shapes_ok = pool_detail::static_adjoint_fits<SG, SX, KH, KW, SH, SW, PH, PW, O, DH, DW>();
   template <class SG, class SX>
   using result_shape = SX;
   static pool_detail::geometry checked(const auto& who, const auto& x) {
@@ -171,28 +188,33 @@ struct pool2d_backward_rules : pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, Poo
 };
 
 // The adjoints of pooling, below.
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O>
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O,
+          std::size_t DH = 1, std::size_t DW = 1>
 struct max_pool2d_backward_op;
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O>
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O,
+          std::size_t DH = 1, std::size_t DW = 1>
 struct avg_pool2d_backward_op;
 
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O>
-struct max_pool2d_op : pool2d_forward_rules<KH, KW, SH, SW, PH, PW, O, pool_detail::max_pooling> {
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O,
+          std::size_t DH = 1, std::size_t DW = 1>
+struct max_pool2d_op : pool2d_forward_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, pool_detail::max_pooling> {
   static constexpr std::string_view doc =
-      "max_pool2d(x), attributes window [KH, KW], stride [SH, SW], pads [top, left, bottom, right] and "
-      "ceil_mode (in C++ max_pool2d<Window, Stride = Window, Pad = 0, Options = pool_options::none>(x) "
-      "with square windows and equal pads, pool_options::ceil_mode to round up; max_pool1d for [N, L, "
-      "C]): the maximum of each KH x KW window of an NHWC input x [N, H, W, C], per channel, moved by "
-      "the stride, as torch.nn.MaxPool2d and ONNX MaxPool: [N, OH, OW, C] with OH = floor((H + top + "
-      "bottom - KH) / SH) + 1, with ceil_mode rounded up unless that last window would start in the "
-      "bottom padding. Padding is never read (the maximum is over the window's elements inside x); "
-      "each pad must be smaller than the window and the window must fit in the padded input (a shape "
-      "error otherwise). f32 or f64. Each window is scanned row by row and an element replaces the "
+      "max_pool2d(x), attributes window [KH, KW], stride [SH, SW], pads [top, left, bottom, right], "
+      "dilation [DH, DW] (default [1, 1]) and ceil_mode (in C++ max_pool2d<Window, Stride = Window, "
+      "Pad = 0, Options = pool_options::none, Dilation = 1>(x) with square windows, equal pads and one "
+      "dilation, pool_options::ceil_mode to round up; max_pool1d for [N, L, C]): the maximum of each "
+      "KH x KW window of an NHWC input x [N, H, W, C], per channel, its positions DH (DW) apart, moved "
+      "by the stride, as torch.nn.MaxPool2d and ONNX MaxPool: [N, OH, OW, C] with OH = floor((H + top "
+      "+ bottom - KH') / SH) + 1 where KH' = (KH - 1) * DH + 1, with ceil_mode rounded up unless that "
+      "last window would start in the bottom padding. Padding is never read (the maximum is over the "
+      "window's elements inside x); each pad must be smaller than KH' (KW'), the window must fit in the "
+      "padded input and every window must hold an element of x (a shape error otherwise). f32 or f64. Each window is scanned row by row and an element replaces the "
       "running maximum only when it is strictly greater, so ties keep the first maximum (-0 then +0 "
       "gives -0), and NaN is the result only when it is the window's first element: a NaN further on "
       "is never greater and is skipped. Gradient: max_pool2d_backward(g, x), which routes g to each "
       "window's first maximum. Example: window 2, stride 2 of x = [[1, 3], [2, 0]] (as [1, 2, 2, 1]) "
-      "is [[3]] (as [1, 1, 1, 1]); with pads 1 on every side and stride 2 it is [[1, 3], [2, 0]].";
+      "is [[3]] (as [1, 1, 1, 1]); with pads 1 on every side and stride 2 it is [[1, 3], [2, 0]]; window "
+      "[1, 2] with dilation [1, 2] of the row [1, 5, 2, 4, 3] (as [1, 1, 5, 1]) and stride 1 is [2, 5, 3].";
   // The law tests' instance of this op (ops/law_example.hpp): padded and rounded up.
   struct law_example {
     using operands = std::tuple<law::floating<shape<2, 6, 5, 3>>>;
@@ -207,8 +229,8 @@ struct max_pool2d_op : pool2d_forward_rules<KH, KW, SH, SW, PH, PW, O, pool_deta
 
 // max_pool2d_backward(g, x): g routed to each window's first maximum of x (recomputed here rather
 // than stored by the forward pass).
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O>
-struct max_pool2d_backward_op : pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O, pool_detail::max_pooling> {
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, std::size_t DH, std::size_t DW>
+struct max_pool2d_backward_op : pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, pool_detail::max_pooling> {
   static constexpr std::string_view doc =
       "max_pool2d_backward(g, x), attributes as max_pool2d's: the adjoint of max_pool2d(x), a tensor "
       "of x's shape that is zero except that each g[n, i, j, c] is added at the first maximum of its "
@@ -225,7 +247,7 @@ struct max_pool2d_backward_op : pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O,
     template <class T>
     static auto of(const auto& g, const auto& x) { return max_pool2d_backward<3, 2, 1, pool_options::ceil_mode>(g, x); }
   };
-  using rules = pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O, pool_detail::max_pooling>;
+  using rules = pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, pool_detail::max_pooling>;
   template <class T, class Out, class G, class X>
   static void run_cpu(const Out& out, const G& g, const X& x) {
     pool_detail::max_backward<T>(rules::checked(rules::name, x.extents()), g.data(), x.data(), out.data());
@@ -248,18 +270,20 @@ struct max_pool2d_backward_op : pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O,
   }
 };
 
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O>
-struct avg_pool2d_op : pool2d_forward_rules<KH, KW, SH, SW, PH, PW, O, pool_detail::avg_pooling> {
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O,
+          std::size_t DH = 1, std::size_t DW = 1>
+struct avg_pool2d_op : pool2d_forward_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, pool_detail::avg_pooling> {
   static constexpr std::string_view doc =
       "avg_pool2d(x), attributes window [KH, KW], stride [SH, SW], pads [top, left, bottom, right], "
-      "ceil_mode and count_include_pad (in C++ avg_pool2d<Window, Stride = Window, Pad = 0, Options = "
-      "pool_options::none>(x) with square windows and equal pads, Options pool_options::ceil_mode | "
-      "pool_options::count_include_pad; avg_pool1d for [N, L, C]): the mean of each KH x KW window "
-      "of an NHWC input x [N, H, W, C], per channel, moved by the stride, as torch.nn.AvgPool2d and "
-      "ONNX AveragePool, with max_pool2d's output extents and limits. The sum runs over the window's "
-      "elements inside x; it is divided by their count, or with count_include_pad by the count of the "
-      "window's positions inside the padded input (PyTorch's default, ONNX's count_include_pad=1; "
-      "positions past the padding, which ceil_mode can add, never count). f32 or f64: the sum is "
+      "dilation [DH, DW] (default [1, 1]), ceil_mode and count_include_pad (in C++ avg_pool2d<Window, "
+      "Stride = Window, Pad = 0, Options = pool_options::none, Dilation = 1>(x) with square windows and "
+      "equal pads, Options pool_options::ceil_mode | pool_options::count_include_pad; avg_pool1d for "
+      "[N, L, C]): the mean of each KH x KW window of an NHWC input x [N, H, W, C], per channel, its "
+      "positions DH (DW) apart, moved by the stride, as torch.nn.AvgPool2d and ONNX AveragePool "
+      "(dilations from opset 19), with max_pool2d's output extents and limits. The sum runs over the "
+      "window's elements inside x; it is divided by their count, or with count_include_pad by the "
+      "count of the window's positions inside the padded input (PyTorch's default, ONNX's "
+      "count_include_pad=1; positions past the padding, which ceil_mode can add, never count). f32 or f64: the sum is "
       "accumulated in the element type, row by row, then divided, so a NaN, or +Inf together with "
       "-Inf, in a window gives NaN, and an Inf alone gives that Inf. Gradient: avg_pool2d_backward(g, "
       "like x). Example: window 2 of x = [[1, 3], [2, 0]] (as [1, 2, 2, 1]) is [[1.5]]; window 2, "
@@ -285,8 +309,8 @@ struct avg_pool2d_op : pool2d_forward_rules<KH, KW, SH, SW, PH, PW, O, pool_deta
 
 // avg_pool2d_backward(g, like x): each g spread over its window's input elements, divided by the
 // forward's count; `like` supplies extents only.
-template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O>
-struct avg_pool2d_backward_op : pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O, pool_detail::avg_pooling> {
+template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O, std::size_t DH, std::size_t DW>
+struct avg_pool2d_backward_op : pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, pool_detail::avg_pooling> {
   static constexpr std::string_view doc =
       "avg_pool2d_backward(g, like), attributes as avg_pool2d's: the adjoint of avg_pool2d, a tensor "
       "of like's shape (like's values are never read) in which g[n, i, j, c] divided by the count "
@@ -303,7 +327,7 @@ struct avg_pool2d_backward_op : pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O,
       return avg_pool2d_backward<3, 2, 1, pool_options::ceil_mode | pool_options::count_include_pad>(g, x);
     }
   };
-  using rules = pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O, pool_detail::avg_pooling>;
+  using rules = pool2d_backward_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, pool_detail::avg_pooling>;
   template <std::size_t I>
   static constexpr bool reads_operand = I == 0;
   template <class G, class X>  // like gives extents only: any dtype
@@ -342,32 +366,35 @@ consteval void check_pool_operand() {
 
 // Max / average pooling over NHWC windows of Window x Window, moved by Stride (default: Window, i.e.
 // non-overlapping), with Pad elements of padding on each side of H and W (never read; see
-// ops/pool2d_geometry.hpp) and Options (pool_options::ceil_mode, pool_options::count_include_pad):
-// max_pool2d<2>(x) halves H and W; avg_pool2d<3, 1, 1>(x) keeps them.
-template <std::size_t Window, std::size_t Stride = Window, std::size_t Pad = 0, pool_options Options = pool_options::none,
-          expression X>
+// ops/pool2d_geometry.hpp), Options (pool_options::ceil_mode, pool_options::count_include_pad) and
+// the window's positions Dilation apart: max_pool2d<2>(x) halves H and W; avg_pool2d<3, 1, 1>(x)
+// keeps them; max_pool2d<3, 1, 2, pool_options::none, 2>(x) reads a 5 x 5 span and keeps them too.
+#define SYMFLOW_POOL2D_PARAMETERS                                                                                   \
+  std::size_t Window, std::size_t Stride = Window, std::size_t Pad = 0, pool_options Options = pool_options::none, \
+      std::size_t Dilation = 1
+#define SYMFLOW_POOL2D_OP(op) ops::op<Window, Window, Stride, Stride, Pad, Pad, Options, Dilation, Dilation>
+template <SYMFLOW_POOL2D_PARAMETERS, expression X>
 auto max_pool2d(const X& x, source_site where = source_site::current()) {
   detail::check_pool_operand<X>();
-  return make_kernel(ops::max_pool2d_op<Window, Window, Stride, Stride, Pad, Pad, Options>{}, where, x);
+  return make_kernel(SYMFLOW_POOL2D_OP(max_pool2d_op){}, where, x);
 }
-template <std::size_t Window, std::size_t Stride = Window, std::size_t Pad = 0, pool_options Options = pool_options::none,
-          expression G, expression X>
+template <SYMFLOW_POOL2D_PARAMETERS, expression G, expression X>
 auto max_pool2d_backward(const G& g, const X& x, source_site where = source_site::current()) {
   detail::check_pool_operand<X>();
-  return make_kernel(ops::max_pool2d_backward_op<Window, Window, Stride, Stride, Pad, Pad, Options>{}, where, g, x);
+  return make_kernel(SYMFLOW_POOL2D_OP(max_pool2d_backward_op){}, where, g, x);
 }
-template <std::size_t Window, std::size_t Stride = Window, std::size_t Pad = 0, pool_options Options = pool_options::none,
-          expression X>
+template <SYMFLOW_POOL2D_PARAMETERS, expression X>
 auto avg_pool2d(const X& x, source_site where = source_site::current()) {
   detail::check_pool_operand<X>();
-  return make_kernel(ops::avg_pool2d_op<Window, Window, Stride, Stride, Pad, Pad, Options>{}, where, x);
+  return make_kernel(SYMFLOW_POOL2D_OP(avg_pool2d_op){}, where, x);
 }
-template <std::size_t Window, std::size_t Stride = Window, std::size_t Pad = 0, pool_options Options = pool_options::none,
-          expression G, expression X>
+template <SYMFLOW_POOL2D_PARAMETERS, expression G, expression X>
 auto avg_pool2d_backward(const G& g, const X& like, source_site where = source_site::current()) {
   detail::check_pool_operand<G>();
-  return make_kernel(ops::avg_pool2d_backward_op<Window, Window, Stride, Stride, Pad, Pad, Options>{}, where, g, like);
+  return make_kernel(SYMFLOW_POOL2D_OP(avg_pool2d_backward_op){}, where, g, like);
 }
+#undef SYMFLOW_POOL2D_OP
+#undef SYMFLOW_POOL2D_PARAMETERS
 }  // namespace symflow
 #endif  // SYMFLOW_OPS_POOL2D_HPP
 

@@ -4,13 +4,15 @@
 // (window, stride, padding before and after each axis, floor or ceil rounding), its checks, the
 // CPU kernels of both directions and the reading of the graph form's attributes. It defines no op.
 //
-// Extents are PyTorch's and ONNX's: OH = floor((H + pad_top + pad_bottom - KH) / SH) + 1, or with
-// ceil_mode the ceiling, less one when that last window would start in the padding after the input
-// (torch.nn.MaxPool2d; ONNX MaxPool/AveragePool from opset 19 say the same). Padding is never read:
-// max-pooling takes the maximum of the window's elements inside the input, average pooling divides
-// their sum by their count, or with count_include_pad by the count of window positions inside the
-// padded input (PyTorch's count_include_pad=True; ONNX's count_include_pad=1). Each pad must be
-// smaller than the window, so every window holds at least one input element.
+// Extents are PyTorch's and ONNX's: with the dilated window's span KH' = (KH - 1) * DH + 1,
+// OH = floor((H + pad_top + pad_bottom - KH') / SH) + 1, or with ceil_mode the ceiling, less one when
+// that last window would start in the padding after the input (torch.nn.MaxPool2d; ONNX
+// MaxPool/AveragePool from opset 19 say the same). A dilated window's positions are DH (DW) apart.
+// Padding is never read: max-pooling takes the maximum of the window's elements inside the input,
+// average pooling divides their sum by their count, or with count_include_pad by the count of window
+// positions inside the padded input (PyTorch's count_include_pad=True; ONNX's count_include_pad=1).
+// Each pad must be smaller than the window's span, and every window must hold at least one input
+// element (a dilated window can straddle a short input with positions on both sides of it).
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -35,31 +37,50 @@ namespace ops::pool_detail {
 
 // One spatial axis of a pooling.
 struct axis_geometry {
-  std::size_t in = 0, window = 1, stride = 1, before = 0, after = 0, out = 0;
-  // The window of output index o covers [begin, end) of the padded axis, counted from the input's
-  // first element (begin may be negative); its input elements are [first, last).
-  std::ptrdiff_t begin(std::size_t o) const { return std::ptrdiff_t(o * stride) - std::ptrdiff_t(before); }
-  std::size_t first(std::size_t o) const { return std::size_t(std::max<std::ptrdiff_t>(begin(o), 0)); }
-  std::size_t last(std::size_t o) const { return std::min<std::size_t>(std::size_t(begin(o) + std::ptrdiff_t(window)), in); }
+  std::size_t in = 0, window = 1, stride = 1, before = 0, after = 0, out = 0, dilation = 1;
+  // The span of the dilated window: its first and last positions are span - 1 apart.
+  constexpr std::size_t span() const { return (window - 1) * dilation + 1; }
+  // Window o's positions are begin(o) + k * dilation for k in [0, window), counted from the input's
+  // first element (begin may be negative); those inside the input are k in [first_k, last_k).
+  constexpr std::ptrdiff_t begin(std::size_t o) const { return std::ptrdiff_t(o * stride) - std::ptrdiff_t(before); }
+  constexpr std::size_t first_k(std::size_t o) const {
+    const std::ptrdiff_t b = begin(o);
+    return b >= 0 ? 0 : std::size_t((-b + std::ptrdiff_t(dilation) - 1) / std::ptrdiff_t(dilation));
+  }
+  constexpr std::size_t last_k(std::size_t o) const { return positions_before(o, std::ptrdiff_t(in)); }
+  // The input index of window o's first element inside the input, and how many it holds there.
+  constexpr std::size_t first(std::size_t o) const { return std::size_t(begin(o) + std::ptrdiff_t(first_k(o) * dilation)); }
+  constexpr std::size_t count(std::size_t o) const { return last_k(o) > first_k(o) ? last_k(o) - first_k(o) : 0; }
   // Positions of the window inside the padded axis [-before, in + after).
-  std::size_t padded_count(std::size_t o) const {
-    const std::ptrdiff_t end = std::min(begin(o) + std::ptrdiff_t(window), std::ptrdiff_t(in + after));
-    return std::size_t(end - begin(o));
+  constexpr std::size_t padded_count(std::size_t o) const { return positions_before(o, std::ptrdiff_t(in + after)); }
+  // How many of window o's positions lie before `end`.
+  constexpr std::size_t positions_before(std::size_t o, std::ptrdiff_t end) const {
+    const std::ptrdiff_t room = end - begin(o);
+    if (room <= 0) return 0;
+    return std::min<std::size_t>(window, std::size_t((room + std::ptrdiff_t(dilation) - 1) / std::ptrdiff_t(dilation)));
   }
 };
 
-// The output extent, or 0 where the geometry is refused (checked_axis says why).
-constexpr std::size_t output_extent(std::size_t in, std::size_t window, std::size_t stride, std::size_t before,
+// The output extent, or 0 where the geometry is refused (checked_geometry says why). `span` is the
+// dilated window's (axis_geometry::span).
+constexpr std::size_t output_extent(std::size_t in, std::size_t span, std::size_t stride, std::size_t before,
                                     std::size_t after, bool ceil_mode) {
-  if (window == 0 || stride == 0 || before >= window || after >= window || in + before + after < window) return 0;
-  const std::size_t span = in + before + after - window;
-  std::size_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (span == 0 || stride == 0 || before >= span || after >= span || in + before + after < span) return 0;
+  const std::size_t extent = in + before + after - span;
+  std::size_t out = (ceil_mode ? (extent + stride - 1) / stride : extent / stride) + 1;
   if (ceil_mode && (out - 1) * stride >= in + before) --out;
   return out;
 }
-constexpr std::size_t static_output_extent(std::size_t in, std::size_t window, std::size_t stride, std::size_t before,
+constexpr std::size_t static_output_extent(std::size_t in, std::size_t span, std::size_t stride, std::size_t before,
                                            std::size_t after, bool ceil_mode) {
-  return in == dyn ? dyn : output_extent(in, window, stride, before, after, ceil_mode);
+  return in == dyn ? dyn : output_extent(in, span, stride, before, after, ceil_mode);
+}
+// Whether every window of an axis holds an input element. Only dilation can break this once the
+// pads are smaller than the span: a window's positions can then step over a short input.
+constexpr bool every_window_reads_input(const axis_geometry& a) {
+  for (std::size_t o = 0; o < a.out; ++o)
+    if (a.count(o) == 0) return false;
+  return true;
 }
 
 struct geometry {
@@ -72,7 +93,7 @@ struct geometry {
 
 // The attributes of one pooling: window, stride, pads (top, left, bottom, right) and options.
 struct settings {
-  std::array<std::size_t, 2> window{1, 1}, stride{1, 1};
+  std::array<std::size_t, 2> window{1, 1}, stride{1, 1}, dilation{1, 1};
   std::array<std::size_t, 4> pads{0, 0, 0, 0};
   bool ceil_mode = false, count_include_pad = false;
   std::string describe() const {
@@ -81,6 +102,7 @@ struct settings {
     };
     return "window " + pair(window, 0, 1) + ", stride " + pair(stride, 0, 1) + ", pads [" + std::to_string(pads[0]) + ", " +
            std::to_string(pads[1]) + ", " + std::to_string(pads[2]) + ", " + std::to_string(pads[3]) + "]" +
+           (dilation[0] != 1 || dilation[1] != 1 ? ", dilation " + pair(dilation, 0, 1) : std::string()) +
            (ceil_mode ? ", ceil_mode" : "");
   }
 };
@@ -95,29 +117,33 @@ geometry checked_geometry(const Who& who, std::string_view op, const X& x, const
   geometry g{x[0], x[3], {}, {}, s.count_include_pad};
   for (std::size_t a = 0; a < 2; ++a) {
     axis_geometry& ax = a == 0 ? g.h : g.w;
-    ax = {x[1 + a], s.window[a], s.stride[a], s.pads[a], s.pads[2 + a], 0};
-    if (ax.window == 0 || ax.stride == 0) fail("window and stride must be at least 1");
-    if (ax.before >= ax.window || ax.after >= ax.window) fail("each pad must be smaller than the window");
-    if (ax.in + ax.before + ax.after < ax.window) fail("the window must fit in the padded input");
-    ax.out = output_extent(ax.in, ax.window, ax.stride, ax.before, ax.after, s.ceil_mode);
+    ax = {x[1 + a], s.window[a], s.stride[a], s.pads[a], s.pads[2 + a], 0, s.dilation[a]};
+    if (ax.window == 0 || ax.stride == 0 || ax.dilation == 0) fail("window, stride and dilation must be at least 1");
+    if (ax.before >= ax.span() || ax.after >= ax.span()) fail("each pad must be smaller than the window");
+    if (ax.in + ax.before + ax.after < ax.span()) fail("the window must fit in the padded input");
+    ax.out = output_extent(ax.in, ax.span(), ax.stride, ax.before, ax.after, s.ceil_mode);
+    if (!every_window_reads_input(ax))
+      fail(std::string("a dilated window along ") + (a == 0 ? "H" : "W") + " holds no input element");
   }
   return g;
 }
 
-// Calls f(first input offset of the window's input elements, rows, columns, output offset) for
-// each output pixel of image n; channel c of the window's element (r, q) is at that offset +
-// (r * in_w + q) * C + c.
+// Calls f(first input offset of the window's input elements, rows, columns, output offset, oh, ow)
+// for each output pixel of image n; channel c of the window's element (r, q) is at that offset +
+// r * row_step(g) + q * column_step(g) + c.
 template <class F>
 void for_each_window(const geometry& g, std::size_t n, F&& f) {
   const std::size_t C = g.channels;
   for (std::size_t oh = 0; oh < g.h.out; ++oh) {
-    const std::size_t r0 = g.h.first(oh), rows = g.h.last(oh) - r0;
+    const std::size_t r0 = g.h.first(oh), rows = g.h.count(oh);
     for (std::size_t ow = 0; ow < g.w.out; ++ow) {
-      const std::size_t c0 = g.w.first(ow), cols = g.w.last(ow) - c0;
+      const std::size_t c0 = g.w.first(ow), cols = g.w.count(ow);
       f(((n * g.h.in + r0) * g.w.in + c0) * C, rows, cols, ((n * g.h.out + oh) * g.w.out + ow) * C, oh, ow);
     }
   }
 }
+inline std::size_t row_step(const geometry& g) { return g.h.dilation * g.w.in * g.channels; }
+inline std::size_t column_step(const geometry& g) { return g.w.dilation * g.channels; }
 inline std::size_t work_per_image(const geometry& g) {
   return g.h.out * g.w.out * g.channels * g.h.window * g.w.window;
 }
@@ -126,13 +152,13 @@ inline std::size_t work_per_image(const geometry& g) {
 // greater, so ties keep the first maximum and a NaN counts only as the window's first element.
 template <class T>
 void max_forward(const geometry& g, const T* x, T* y) {
-  const std::size_t C = g.channels, row = g.w.in * C;
+  const std::size_t C = g.channels, row = row_step(g), col = column_step(g);
   conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
     for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t, std::size_t) {
       std::copy_n(x + in, C, y + out);
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t q = 0; q < cols; ++q) {
-          const T* v = x + in + r * row + q * C;
+          const T* v = x + in + r * row + q * col;
           for (std::size_t c = 0; c < C; ++c)
             if (v[c] > y[out + c]) y[out + c] = v[c];
         }
@@ -140,25 +166,45 @@ void max_forward(const geometry& g, const T* x, T* y) {
   });
 }
 
+// For each window of image n, f(output offset, best) with best[c] the input offset of channel c's
+// first maximum less c, found by max_forward's strict scan.
+template <class T, class F>
+void for_each_window_maximum(const geometry& g, const T* x, std::size_t n, F&& f) {
+  const std::size_t C = g.channels, row = row_step(g), col = column_step(g);
+  // The running maximum next to its position: the scan then reads x contiguously and vectorises.
+  std::vector<T> top(C);
+  std::vector<std::size_t> best(C);
+  for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t, std::size_t) {
+    std::copy_n(x + in, C, top.begin());
+    std::fill(best.begin(), best.end(), in);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t q = 0; q < cols; ++q) {
+        const std::size_t at = in + r * row + q * col;
+        for (std::size_t c = 0; c < C; ++c)
+          if (x[at + c] > top[c]) top[c] = x[at + c], best[c] = at;
+      }
+    f(out, best);
+  });
+}
+
 // dx[first maximum of each window] += g; windows of one image touch only that image.
 template <class T>
 void max_backward(const geometry& g, const T* dy, const T* x, T* dx) {
-  const std::size_t C = g.channels, row = g.w.in * C;
   std::fill_n(dx, g.input_size(), T(0));
   conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
-    // The running maximum next to its position: the scan then reads x contiguously and vectorises.
-    std::vector<T> top(C);
-    std::vector<std::size_t> best(C);
-    for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t, std::size_t) {
-      std::copy_n(x + in, C, top.begin());
-      std::fill(best.begin(), best.end(), in);
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t q = 0; q < cols; ++q) {
-          const std::size_t at = in + r * row + q * C;
-          for (std::size_t c = 0; c < C; ++c)
-            if (x[at + c] > top[c]) top[c] = x[at + c], best[c] = at;
-        }
-      for (std::size_t c = 0; c < C; ++c) dx[best[c] + c] += dy[out + c];
+    for_each_window_maximum(g, x, n, [&](std::size_t out, const std::vector<std::size_t>& best) {
+      for (std::size_t c = 0; c < g.channels; ++c) dx[best[c] + c] += dy[out + c];
+    });
+  });
+}
+
+// The position h * W + w of each window's first maximum within its image and channel.
+template <class T>
+void max_indices(const geometry& g, const T* x, std::int64_t* indices) {
+  conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
+    const std::size_t image = n * g.h.in * g.w.in;
+    for_each_window_maximum(g, x, n, [&](std::size_t out, const std::vector<std::size_t>& best) {
+      for (std::size_t c = 0; c < g.channels; ++c) indices[out + c] = std::int64_t(best[c] / g.channels - image);
     });
   });
 }
@@ -170,13 +216,13 @@ inline std::size_t average_count(const geometry& g, std::size_t oh, std::size_t 
 
 template <class T>
 void avg_forward(const geometry& g, const T* x, T* y) {
-  const std::size_t C = g.channels, row = g.w.in * C;
+  const std::size_t C = g.channels, row = row_step(g), col = column_step(g);
   conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
     for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t oh, std::size_t ow) {
       std::fill_n(y + out, C, T(0));
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t q = 0; q < cols; ++q) {
-          const T* v = x + in + r * row + q * C;
+          const T* v = x + in + r * row + q * col;
           for (std::size_t c = 0; c < C; ++c) y[out + c] += v[c];
         }
       const T count = T(average_count(g, oh, ow, rows, cols));
@@ -187,14 +233,14 @@ void avg_forward(const geometry& g, const T* x, T* y) {
 
 template <class T>
 void avg_backward(const geometry& g, const T* dy, T* dx) {
-  const std::size_t C = g.channels, row = g.w.in * C;
+  const std::size_t C = g.channels, row = row_step(g), col = column_step(g);
   std::fill_n(dx, g.input_size(), T(0));
   conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
     for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t oh, std::size_t ow) {
       const T count = T(average_count(g, oh, ow, rows, cols));
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t q = 0; q < cols; ++q) {
-          T* d = dx + in + r * row + q * C;
+          T* d = dx + in + r * row + q * col;
           for (std::size_t c = 0; c < C; ++c) d[c] += dy[out + c] / count;
         }
     });
@@ -202,7 +248,7 @@ void avg_backward(const geometry& g, const T* dy, T* dx) {
 }
 
 // The settings a graph node's attributes give: window and stride [h, w], pads [top, left, bottom,
-// right] (all 0 when absent), ceil_mode and count_include_pad (false when absent).
+// right] (all 0 when absent), dilation [h, w] (1 when absent), ceil_mode and count_include_pad (false when absent).
 template <class Attrs>
 settings runtime_settings(const Attrs& a, const std::string& who) {
   settings s;
@@ -222,6 +268,7 @@ settings runtime_settings(const Attrs& a, const std::string& who) {
   read("window", s.window, 1);
   read("stride", s.stride, 1);
   if (a.has("pads")) read("pads", s.pads, 0);
+  if (a.has("dilation")) read("dilation", s.dilation, 1);
   s.ceil_mode = a.has("ceil_mode") && a.boolean("ceil_mode");
   s.count_include_pad = a.has("count_include_pad") && a.boolean("count_include_pad");
   return s;

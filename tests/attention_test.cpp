@@ -178,7 +178,9 @@ TEST(Trilu, KeepsTheTrianglesNumpyKeeps) {
             } else {
               EXPECT_EQ(have, want) << b << "," << i << "," << j;
               EXPECT_EQ(run, want) << b << "," << i << "," << j;
-              if (!kept) EXPECT_FALSE(std::signbit(have));  // +0, as numpy's zeros
+              if (!kept) {
+                EXPECT_FALSE(std::signbit(have));  // +0, as numpy's zeros
+              }
             }
           }
     }

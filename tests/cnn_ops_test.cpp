@@ -104,7 +104,9 @@ TEST(Conv2D, DepthwiseKeepsTheGemmPathsSpecialValues) {
   auto y = eval(conv2d<1, padding::same, 1, 3>(x, w), x = xv, w = wv);
   for (std::size_t i = 0; i < y.size(); ++i) {
     const std::size_t o = i % 6;
-    if (o != 2 && o != 3) EXPECT_TRUE(std::isfinite(y.data()[i])) << "output channel " << o << ", element " << i;
+    if (o != 2 && o != 3) {
+      EXPECT_TRUE(std::isfinite(y.data()[i])) << "output channel " << o << ", element " << i;
+    }
   }
   EXPECT_TRUE(std::isnan(y.data()[(2 * 5 + 2) * 6 + 2]));
   xv.data()[(2 * 5 + 2) * 3 + 1] = 0.5;

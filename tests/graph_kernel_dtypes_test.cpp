@@ -86,7 +86,9 @@ TEST(GraphKernelDtypes, EveryKernelsRuleIsTheDocumentedOne) {
       const auto got = s.dtypes.result(c);
       EXPECT_EQ(got.has_value(), rule->second(c)) << s.dtypes.refusal(s.name, c);
       // The result's dtype (ops with a `to` attribute take theirs from it instead).
-      if (got && s.name != "one_hot" && s.name != "reduced_count") EXPECT_EQ(*got, c[0]);
+      if (got && s.name != "one_hot" && s.name != "reduced_count") {
+        EXPECT_EQ(*got, c[0]);
+      }
     }
   }
   EXPECT_EQ(checked, documented_rules().size());

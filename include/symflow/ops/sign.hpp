@@ -29,7 +29,7 @@ struct sign_op : same_dtype_result {
 
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>
-  static auto gradient(const G& g, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
+  static auto gradient(const G&, [[maybe_unused]] const Y& y, [[maybe_unused]] const X& x) {
     return tuple_of(zero<value_type_of<G>>{});
   }
 #endif

@@ -4,6 +4,8 @@
 // - W3: the loss sum(log(1 + exp(-y * (w * x + b)))) and its gradients with respect to w and b;
 // - W4: an MLP 784-1024(relu)-10 with softmax cross-entropy on integer labels, and the gradients of
 //   its loss with respect to all four parameters (one SGD step is W - lr * dW for each).
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <tuple>
 
@@ -15,6 +17,21 @@
 
 namespace symflow_cuda_test::training {
 using namespace symflow;
+
+// ||a - b|| / ||b|| over two host tensors (NaN anywhere fails).
+template <class A, class B>
+double relative_error(const A& a, const B& b) {
+  double num = 0, den = 0;
+  if (a.size() != b.size()) return INFINITY;
+  for (std::size_t k = 0; k < b.size(); ++k) {
+    if (std::isnan(double(a.data()[k])) || std::isnan(double(b.data()[k]))) return INFINITY;
+    const double d = double(a.data()[k]) - double(b.data()[k]);
+    num += d * d;
+    den += double(b.data()[k]) * double(b.data()[k]);
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+inline double relative_error(float a, float b) { return std::abs(double(a) - double(b)) / std::max(1e-30, std::abs(double(b))); }
 
 // Leaves are spelled out: nvcc 13 emits broken host code for a leaf type first formed through an
 // alias template with a string parameter.

@@ -13,22 +13,11 @@
 #include <symflow/cuda.hpp>
 #include <symflow/ops/all.hpp>
 
+#include "timing.cuh"
+
 namespace {
 using namespace symflow;
 constexpr std::size_t N = std::size_t(1) << 26;
-constexpr int launches = 20;
-
-__global__ void random_fill(float* p, std::size_t n, unsigned seed) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    unsigned x = unsigned(i) * 2654435761u ^ (seed * 0x9E3779B9u);
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    p[i] = float(x) * (2.0f / 4294967296.0f) - 1.0f;  // uniform in [-1, 1)
-  }
-}
 
 // The hand-written kernels: one float4 per thread, 16-byte loads and stores.
 __global__ void w1_hand(const float4* __restrict__ a, const float4* __restrict__ b, const float4* __restrict__ c,
@@ -57,7 +46,7 @@ struct workload {
   workload()
       : a(extents_t<1>{N}), b(extents_t<1>{N}), c(extents_t<1>{N}), d(extents_t<1>{N}), out(extents_t<1>{N}) {
     unsigned seed = 1;
-    for (auto* t : {&a, &b, &c, &d}) random_fill<<<1024, 256>>>(t->data(), N, seed++);
+    for (auto* t : {&a, &b, &c, &d}) random_fill<<<1024, 256>>>(t->data(), N, seed++, -1.0f, 1.0f);
     SYMFLOW_CUDA_CHECK(cudaEventCreate(&start));
     SYMFLOW_CUDA_CHECK(cudaEventCreate(&stop));
     SYMFLOW_CUDA_CHECK(cudaDeviceSynchronize());

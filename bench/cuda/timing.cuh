@@ -1,6 +1,6 @@
 #pragma once
-// What the GPU training benchmarks share (training.cu, training_w3.cu): a device-side random fill
-// and timing with CUDA events. Each translation unit has its own copy (an unnamed namespace: the
+// What the GPU benchmarks share (elementwise.cu, training.cu, training_w3.cu): a device-side random
+// fill and timing with CUDA events. Each translation unit has its own copy (an unnamed namespace: the
 // kernels are compiled without relocatable device code).
 #include <benchmark/benchmark.h>
 

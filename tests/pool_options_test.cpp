@@ -406,6 +406,20 @@ TEST(PoolOptions, RefusedGeometriesAreShapeErrors) {
   runtime_feeds feeds;
   feeds.insert_or_assign("x", runtime_tensor(tensor<float, shape<dyn, dyn, dyn, dyn>>({1, 4, 4, 1}, 1.f)));
   EXPECT_THROW((void)interpreter(g).run(feeds), symflow::error);
+  // A window and a dilation each within the attributes' limit (2^40) whose span is not: (2^24) *
+  // 2^40 would wrap to a span of 1 in 64 bits and pool single elements.
+  graph huge = to_graph(max_pool2d<2>(x));
+  for (auto& node : huge.nodes)
+    for (auto& a : node.attributes) {
+      if (a.key == "window") a.value = std::vector<std::int64_t>{(std::int64_t(1) << 24) + 1, 1};
+      if (a.key == "dilation") a.value = std::vector<std::int64_t>{std::int64_t(1) << 40, 1};
+    }
+  try {
+    (void)interpreter(huge).run(feeds);
+    ADD_FAILURE() << "a span past 2^40 was accepted";
+  } catch (const symflow::error& e) {
+    EXPECT_NE(std::string(e.what()).find("span"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

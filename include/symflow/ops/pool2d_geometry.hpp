@@ -83,6 +83,9 @@ constexpr bool every_window_reads_input(const axis_geometry& a) {
   return true;
 }
 
+// The largest dilated window span accepted, as large as any tensor axis can be.
+inline constexpr std::size_t max_span = std::size_t(1) << 40;
+
 struct geometry {
   std::size_t batch = 0, channels = 0;
   axis_geometry h, w;
@@ -119,6 +122,8 @@ geometry checked_geometry(const Who& who, std::string_view op, const X& x, const
     axis_geometry& ax = a == 0 ? g.h : g.w;
     ax = {x[1 + a], s.window[a], s.stride[a], s.pads[a], s.pads[2 + a], 0, s.dilation[a]};
     if (ax.window == 0 || ax.stride == 0 || ax.dilation == 0) fail("window, stride and dilation must be at least 1");
+    // Keeps the span's product from overflowing (a graph's window and dilation may each be 2^40).
+    if (ax.window - 1 > max_span / ax.dilation) fail("the dilated window's span (window - 1) * dilation + 1 exceeds 2^40");
     if (ax.before >= ax.span() || ax.after >= ax.span()) fail("each pad must be smaller than the window");
     if (ax.in + ax.before + ax.after < ax.span()) fail("the window must fit in the padded input");
     ax.out = output_extent(ax.in, ax.span(), ax.stride, ax.before, ax.after, s.ceil_mode);

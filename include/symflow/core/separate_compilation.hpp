@@ -20,10 +20,11 @@
 // nothing when compiled separately), and its definition — often in a companion *_impl.hpp that
 // also holds the includes only the definitions need — is compiled unless
 // SYMFLOW_LIBRARY_DECLARED_ONLY.
-// A unit may define only one of the two op tables, so that a build can compile them in parallel:
+// A unit may define only a part of the op tables, so that a build can compile them in parallel:
 // with SYMFLOW_LIBRARY_PART_OP_TABLE it defines find_runtime_op only, with
-// SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES find_derivative_rule only (the project's
-// cmake/library/runtime_*.cpp; neither macro defines both).
+// SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES find_derivative_rule and the first half of the derivative
+// rules, with SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES_2 their second half (the project's
+// cmake/library/runtime_*.cpp; each unit defines one of these macros at most).
 #if defined(SYMFLOW_SEPARATE_COMPILATION)
 #define SYMFLOW_LIBRARY_LINKAGE
 #if defined(SYMFLOW_LIBRARY_IMPLEMENTATION)
@@ -36,13 +37,21 @@
 #define SYMFLOW_LIBRARY_DECLARED_ONLY 0
 #endif
 
-#if SYMFLOW_LIBRARY_DECLARED_ONLY || defined(SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES)
+#if SYMFLOW_LIBRARY_DECLARED_ONLY || defined(SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES) || \
+    defined(SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES_2)
 #define SYMFLOW_LIBRARY_OP_TABLE_DECLARED_ONLY 1
 #else
 #define SYMFLOW_LIBRARY_OP_TABLE_DECLARED_ONLY 0
 #endif
-#if SYMFLOW_LIBRARY_DECLARED_ONLY || defined(SYMFLOW_LIBRARY_PART_OP_TABLE)
+#if SYMFLOW_LIBRARY_DECLARED_ONLY || defined(SYMFLOW_LIBRARY_PART_OP_TABLE) || \
+    defined(SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES_2)
 #define SYMFLOW_LIBRARY_DERIVATIVE_RULES_DECLARED_ONLY 1
 #else
 #define SYMFLOW_LIBRARY_DERIVATIVE_RULES_DECLARED_ONLY 0
+#endif
+#if SYMFLOW_LIBRARY_DECLARED_ONLY || defined(SYMFLOW_LIBRARY_PART_OP_TABLE) || \
+    defined(SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES)
+#define SYMFLOW_LIBRARY_DERIVATIVE_RULES_2_DECLARED_ONLY 1
+#else
+#define SYMFLOW_LIBRARY_DERIVATIVE_RULES_2_DECLARED_ONLY 0
 #endif

@@ -20,11 +20,21 @@
 namespace symflow {
 namespace ops {
 
+namespace pool_detail {
+// max_pool2d's geometry and rules under this op's name (messages and graph nodes say which op).
+struct max_indices_pooling : max_pooling {
+  static constexpr std::string_view name = "max_pool2d_indices";
+};
+}  // namespace pool_detail
+
+// The shape rules, geometry checks and graph attributes are max_pool2d's (pool2d_forward_rules);
+// the result type, kernels and derivative are this op's.
 template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::size_t PH, std::size_t PW, pool_options O,
           std::size_t DH = 1, std::size_t DW = 1>
-struct max_pool2d_indices_op : pool2d_attributes<KH, KW, SH, SW, PH, PW, O, DH, DW, pool_detail::max_pooling> {
-  using base = pool2d_attributes<KH, KW, SH, SW, PH, PW, O, DH, DW, pool_detail::max_pooling>;
-  static constexpr std::string_view name = "max_pool2d_indices";
+struct max_pool2d_indices_op
+    : pool2d_forward_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, pool_detail::max_indices_pooling> {
+  using base = pool2d_forward_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, pool_detail::max_indices_pooling>;
+  using base::name;
   static constexpr std::string_view doc =
       "max_pool2d_indices(x), attributes as max_pool2d's (in C++ max_pool2d_indices<Window, Stride = "
       "Window, Pad = 0, Options = pool_options::none, Dilation = 1>(x)): for each element of "
@@ -48,24 +58,9 @@ struct max_pool2d_indices_op : pool2d_attributes<KH, KW, SH, SW, PH, PW, O, DH, 
   };
   template <class X>
   using result_type = std::int64_t;
-  template <class X>  // dtype rule (ir/op_registry.hpp): a floating-point operand
-  static constexpr bool accepts = std::is_floating_point_v<X>;
-  template <class S>
-  static constexpr bool shapes_ok = pool_detail::static_shape_fits<S, KH, KW, SH, SW, PH, PW, O, DH, DW>();
-  template <class S>
-  using result_shape = shape_from_array_t<pool_detail::static_result<S, KH, KW, SH, SW, PH, PW, O, DH, DW>()>;
-  static extents_t<4> infer_extents(const auto& who, const extents_t<4>& x) {
-    return pool_detail::checked_geometry(who, name, x, base::settings).output_extents();
-  }
   template <class T, class Out, class X>
   static void run_cpu(const Out& out, const X& x) {
     pool_detail::max_indices(pool_detail::checked_geometry(name, name, x.extents(), base::settings), x.data(), out.data());
-  }
-  template <class Attrs>
-  static runtime_extents runtime_extents_of(const Attrs& a, const std::vector<runtime_extents>& in, const std::string& who) {
-    conv_detail::expect_operands(in, 1, who);
-    const auto e = pool_detail::runtime_geometry(a, name, in[0], who).output_extents();
-    return runtime_extents(e.begin(), e.end());
   }
   template <class Attrs>
   static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {

@@ -1,6 +1,6 @@
 // libFuzzer target: decode_checkpoint (safetensors) on arbitrary bytes. An accepted checkpoint must
-// encode again, and decoding that must give the same tensors and metadata (U8 tensors come back
-// as i32, which symflow writes as I32, so the comparison is on the decoded values).
+// encode again, and decoding that must give the same tensors and metadata (every dtype is kept as
+// written, so the comparison is on the decoded values).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

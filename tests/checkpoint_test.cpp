@@ -81,6 +81,15 @@ params random_store(std::uint64_t seed, const std::string& prefix = "") {
   fill(tensor<std::int64_t, shape<dyn, dyn>>(random_extents<2>(rng), uninitialized), "i64");
   fill(tensor<bool, shape<dyn, dyn>>({1 + rng() % 4, 1 + rng() % 4}, uninitialized), "mask");
   fill(tensor<float, shape<0, 3>>({0, 3}, uninitialized), "empty");
+  // Storage dtypes.
+  fill(tensor<Eigen::half, shape<dyn, dyn>>(random_extents<2>(rng), uninitialized), "f16");
+  fill(tensor<Eigen::bfloat16, shape<dyn>>({1 + rng() % 9}, uninitialized), "bf16");
+  fill(tensor<std::int8_t, shape<dyn>>({1 + rng() % 9}, uninitialized), "i8");
+  fill(tensor<std::uint8_t, shape<dyn, dyn>>(random_extents<2>(rng), uninitialized), "u8");
+  fill(tensor<std::int16_t, shape<dyn>>({1 + rng() % 9}, uninitialized), "i16");
+  fill(tensor<std::uint16_t, shape<dyn>>({1 + rng() % 9}, uninitialized), "u16");
+  fill(tensor<std::uint32_t, shape<dyn>>({1 + rng() % 9}, uninitialized), "u32");
+  fill(tensor<std::uint64_t, shape<dyn>>({1 + rng() % 9}, uninitialized), "u64");
   return p;
 }
 
@@ -184,13 +193,20 @@ std::vector<nlohmann::json> values_of(const params::entry& e) {
   const std::size_t n = dtype_size(e.type) ? e.bytes.size() / dtype_size(e.type) : 0;
   for (std::size_t i = 0; i < n; ++i) {
     const unsigned char* p = e.bytes.data() + i * dtype_size(e.type);
-    switch (e.type) {
-      case dtype::f32: { std::uint32_t v; std::memcpy(&v, p, 4); out.emplace_back(v); break; }
-      case dtype::f64: { std::uint64_t v; std::memcpy(&v, p, 8); out.emplace_back(v); break; }
-      case dtype::i32: { std::int32_t v; std::memcpy(&v, p, 4); out.emplace_back(v); break; }
-      case dtype::i64: { std::int64_t v; std::memcpy(&v, p, 8); out.emplace_back(v); break; }
-      case dtype::boolean: out.emplace_back(int(*p)); break;
-    }
+    visit_dtype(e.type, [&](auto t) {
+      using T = decltype(t);
+      if constexpr (is_floating_dtype_v<T>) {
+        std::conditional_t<sizeof(T) == 2, std::uint16_t, std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>> bits;
+        std::memcpy(&bits, p, sizeof bits);
+        out.emplace_back(bits);
+      } else if constexpr (std::is_same_v<T, bool>) {
+        out.emplace_back(int(*p));
+      } else {
+        T v;
+        std::memcpy(&v, p, sizeof v);
+        out.emplace_back(v);
+      }
+    });
   }
   return out;
 }
@@ -229,8 +245,7 @@ TEST_F(CheckpointTest, ReadsWhatAnIndependentWriterWrote) {
     const auto& e = c.tensors.at(name);
     EXPECT_EQ(e.extents, want["shape"].get<std::vector<std::size_t>>());
     const std::string file_dtype = want["dtype"];
-    // U8 is widened to i32 on loading; everything else keeps its dtype.
-    EXPECT_EQ(detail::safetensors_dtype_name(e.type), file_dtype == "U8" ? "I32" : file_dtype);
+    EXPECT_EQ(detail::safetensors_dtype_name(e.type), file_dtype);  // every dtype kept as written
     EXPECT_EQ(values_of(e), want["values"].get<std::vector<nlohmann::json>>());
   }
 }
@@ -275,7 +290,7 @@ TEST_F(CheckpointTest, EveryMalformedFieldIsNamed) {
   expect_rejected(f, with_header(std::string(200, ' '), {}), "does not start with '{'");
   expect_rejected(f, with_header(R"({"a":{"dtype":"F32",)", {}), "not valid JSON");
   expect_rejected(f, with_header("[1, 2]", {}), "does not start with '{'");
-  expect_rejected(f, with_header(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", bytes(4)), "unknown dtype 'F16'");
+  expect_rejected(f, with_header(R"({"a":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", bytes(2)), "unknown dtype 'F8_E4M3'");
   expect_rejected(f, with_header(R"({"a":{"dtype":3,"shape":[2],"data_offsets":[0,8]}})", eight), "'dtype' is not a string");
   expect_rejected(f, with_header(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", eight), "lacks 'dtype'");
   expect_rejected(f, with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})", eight), "unknown key 'x'");

@@ -314,8 +314,8 @@ TEST(GraphSerialize, JsonRefusesMalformedAndHostileText) {
                      {"unknown op 'frobnicate'"});
   expect_graph_error([&] { load_graph_json(replace_once(good, "{\"id\":1,", "{\"id\":5,")); },
                      {"/parameters/0/id", "id 5 where 1 is expected"});
-  expect_graph_error([&] { load_graph_json(replace_once(good, "\"dtype\":\"f32\"", "\"dtype\":\"f16\"")); },
-                     {"/inputs/0/dtype", "unknown dtype \"f16\""});
+  expect_graph_error([&] { load_graph_json(replace_once(good, "\"dtype\":\"f32\"", "\"dtype\":\"f8\"")); },
+                     {"/inputs/0/dtype", "unknown dtype \"f8\""});
   expect_graph_error([&] { load_graph_json(replace_once(good, "\"shape\":[-1,4]", "\"shape\":[-2,4]")); },
                      {"/inputs/0/shape/0", "out of range"});
   expect_graph_error([&] { load_graph_json(replace_once(good, "\"shape\":[-1,4]", "\"shape\":[4611686018427387904,4611686018427387904]")); },

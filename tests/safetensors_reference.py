@@ -5,7 +5,7 @@
                             aligned data start, space padding, tensors tiling the data section in
                             name order) and write what it holds to OUT.json
   write FILE OUT.json SEED  write a safetensors file the way another tool might (header keys in
-                            reverse order, data in a shuffled order, no padding, U8 included) and
+                            reverse order, data in a shuffled order, no padding, every dtype) and
                             the values it holds to OUT.json
 
 OUT.json: {"metadata": {...}, "tensors": {name: {"dtype": "F32", "shape": [...], "values": [...]}}}
@@ -20,8 +20,10 @@ import sys
 
 import numpy as np
 
-DTYPES = {"F32": "<f4", "F64": "<f8", "I32": "<i4", "I64": "<i8", "BOOL": "|b1", "U8": "|u1"}
-BITS = {"F32": "<u4", "F64": "<u8"}
+# NumPy has no bfloat16: BF16 values are handled as their 16-bit patterns.
+DTYPES = {"F32": "<f4", "F64": "<f8", "I32": "<i4", "I64": "<i8", "BOOL": "|b1", "U8": "|u1", "F16": "<f2",
+          "BF16": "<u2", "I8": "|i1", "I16": "<i2", "U16": "<u2", "U32": "<u4", "U64": "<u8"}
+BITS = {"F32": "<u4", "F64": "<u8", "F16": "<u2", "BF16": "<u2"}
 
 
 def fail(message):
@@ -82,12 +84,14 @@ def read(path, out_path):
 def write(path, out_path, seed):
     rng = np.random.default_rng(seed)
     arrays = {}
-    for dtype in ["F32", "F64", "I32", "I64", "BOOL", "U8"]:
+    for dtype in DTYPES:
         for k in range(2):
             rank = int(rng.integers(0, 4))
             shape = [int(x) for x in rng.integers(0, 5, size=rank)]
             count = int(np.prod(shape, dtype=np.int64))
-            if dtype in BITS:
+            if dtype == "BF16":  # the upper halves of float32 patterns
+                values = (rng.standard_normal(count).astype("<f4").view("<u4") >> 16).astype("<u2")
+            elif dtype in BITS:
                 values = rng.standard_normal(count).astype(np.dtype(DTYPES[dtype]))
             elif dtype == "BOOL":
                 values = rng.integers(0, 2, size=count).astype(bool)

@@ -350,7 +350,10 @@ int ops_command(const std::vector<std::string>& args) {
          "`doc` string in each op's own file: do not edit it by hand. To change an entry, edit the op's `doc`\n"
          "member and regenerate; the `cli_ops` test fails while this file differs from the tool's output.\n"
          "Kinds, operand counts and attribute names are those of the graph form (`ir/op_registry.hpp`); in C++\n"
-         "some attributes are template arguments, as each entry says.\n\n"
+         "some attributes are template arguments, as each entry says. The dtypes an entry names are the\n"
+         "compute dtypes (f32, f64, i32, i64, bool); in a graph value an operand of a storage dtype (f16, bf16,\n"
+         "i8, u8, i16, u16, u32, u64) is taken as the dtype it computes in and the result is stored back\n"
+         "(docs/dtypes.md); `cast` converts between any two dtypes.\n\n"
          "| op | kind | operands |\n|---|---|---|\n";
   for (const auto& e : entries) {
     const op_schema* s = find_op_schema(e.name);

@@ -5,6 +5,13 @@
 // (dtype_info_of, dtype_name, dtype_size), the reverse (find_dtype, dtype_from_name, dtype_by_*),
 // or for the C++ type (visit_dtype at run time, dtype_type_t and dtype_v at compile time). No other
 // file switches on a dtype (tests/dtype_table_check.cmake fails the build's tests if one does).
+//
+// Compute dtypes and storage dtypes. The first rows (f32, f64, i32, i64, bool) are the dtypes ops
+// compute in: kernels, SIMD functions and derivative rules are instantiated for them alone. The
+// rows after them are storage dtypes (f16, bf16 and the small or unsigned integers): tensors, files
+// and graph values hold them, and an op on them computes in the row's `compute` dtype — the
+// interpreter widens the operands and narrows the result (runtime/storage_lowering.hpp), as
+// PyTorch computes half-precision CPU ops in float. Only `cast` and views take them directly.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +22,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <Eigen/Core>  // Eigen::half and Eigen::bfloat16: the f16 and bf16 rows' C++ types
+
 #include "error.hpp"
 #include "excerpt.hpp"
 
@@ -22,7 +31,10 @@ namespace symflow {
 
 // The element types, in the order of the table's rows. An enumerator's value is also the dtype's
 // code in .sfg files (io/binary.hpp): new ones go at the end.
-enum class dtype : std::uint8_t { f32, f64, i32, i64, boolean };
+enum class dtype : std::uint8_t { f32, f64, i32, i64, boolean, f16, bf16, i8, u8, i16, u16, u32, u64 };
+
+// Rows [0, compute_dtype_count) are the compute dtypes; the rest are storage dtypes.
+inline constexpr std::size_t compute_dtype_count = 5;
 
 // One row's facts, apart from the C++ type (dtype_row<T> adds it).
 struct dtype_info {
@@ -35,6 +47,7 @@ struct dtype_info {
   std::int32_t tensorflow;       // TensorFlow DataType (types.proto), as TensorBoard's GraphDef carries it
   std::string_view cpp;          // C++ spelling in generated host source (<cstdint> names)
   std::string_view cuda;         // C++ spelling in generated NVRTC source (LP64, no <cstdint>)
+  dtype compute;                 // the dtype ops on it compute in: itself for a compute dtype
 };
 
 template <class T>
@@ -46,12 +59,23 @@ struct dtype_row : dtype_info {
 // Adding a dtype (f16, bf16) is one new row here (plus its C++ type and its enumerator above, last):
 // names, sizes, file codes, lookups and visit_dtype all follow from the rows.
 inline constexpr std::tuple dtype_table{
-    //                    dtype           name    size npy     safetensors onnx  tf  cpp             cuda
-    dtype_row<float>       {{dtype::f32,     "f32",  4,   "<f4",  "F32",      1,   1,  "float",        "float"}},
-    dtype_row<double>      {{dtype::f64,     "f64",  8,   "<f8",  "F64",      11,  2,  "double",       "double"}},
-    dtype_row<std::int32_t>{{dtype::i32,     "i32",  4,   "<i4",  "I32",      6,   3,  "std::int32_t", "int"}},
-    dtype_row<std::int64_t>{{dtype::i64,     "i64",  8,   "<i8",  "I64",      7,   9,  "std::int64_t", "long long"}},
-    dtype_row<bool>        {{dtype::boolean, "bool", 1,   "|b1",  "BOOL",     9,   10, "bool",         "bool"}},
+    //                       dtype         name    size npy    safetensors onnx tf  cpp                cuda                  compute
+    dtype_row<float>          {{dtype::f32,     "f32",  4, "<f4", "F32",      1,  1,  "float",           "float",              dtype::f32}},
+    dtype_row<double>         {{dtype::f64,     "f64",  8, "<f8", "F64",      11, 2,  "double",          "double",             dtype::f64}},
+    dtype_row<std::int32_t>   {{dtype::i32,     "i32",  4, "<i4", "I32",      6,  3,  "std::int32_t",    "int",                dtype::i32}},
+    dtype_row<std::int64_t>   {{dtype::i64,     "i64",  8, "<i8", "I64",      7,  9,  "std::int64_t",    "long long",          dtype::i64}},
+    dtype_row<bool>           {{dtype::boolean, "bool", 1, "|b1", "BOOL",     9,  10, "bool",            "bool",               dtype::boolean}},
+    // Storage dtypes. bf16 has no NumPy dtype (""): .npy files cannot hold it.
+    dtype_row<Eigen::half>    {{dtype::f16,     "f16",  2, "<f2", "F16",      10, 19, "Eigen::half",     "__half",             dtype::f32}},
+    dtype_row<Eigen::bfloat16>{{dtype::bf16,    "bf16", 2, "",    "BF16",     16, 14, "Eigen::bfloat16", "__nv_bfloat16",      dtype::f32}},
+    dtype_row<std::int8_t>    {{dtype::i8,      "i8",   1, "|i1", "I8",       3,  6,  "std::int8_t",     "signed char",        dtype::i32}},
+    dtype_row<std::uint8_t>   {{dtype::u8,      "u8",   1, "|u1", "U8",       2,  4,  "std::uint8_t",    "unsigned char",      dtype::i32}},
+    dtype_row<std::int16_t>   {{dtype::i16,     "i16",  2, "<i2", "I16",      5,  5,  "std::int16_t",    "short",              dtype::i32}},
+    dtype_row<std::uint16_t>  {{dtype::u16,     "u16",  2, "<u2", "U16",      4,  17, "std::uint16_t",   "unsigned short",     dtype::i32}},
+    dtype_row<std::uint32_t>  {{dtype::u32,     "u32",  4, "<u4", "U32",      12, 22, "std::uint32_t",   "unsigned int",       dtype::i64}},
+    // u64 computes in i64: +, -, * and comparisons for equality agree modulo 2^64; values from 2^63
+    // up read as negative in ordering, division and conversion to float.
+    dtype_row<std::uint64_t>  {{dtype::u64,     "u64",  8, "<u8", "U64",      13, 23, "std::uint64_t",   "unsigned long long", dtype::i64}},
 };
 
 inline constexpr std::size_t dtype_count = std::tuple_size_v<std::remove_const_t<decltype(dtype_table)>>;
@@ -84,13 +108,16 @@ inline constexpr std::array<dtype_info, dtype_count> dtype_infos =
     detail::dtype_infos_of(std::make_index_sequence<dtype_count>{});
 
 namespace detail {
-// Every row in enum order, every name and code used once.
+// Every row in enum order, every name and code used once (no NumPy descr: ""), the compute rows
+// first, each computing in itself, every storage row in a compute row.
 consteval bool dtype_table_is_consistent() {
   for (std::size_t i = 0; i < dtype_count; ++i) {
     if (static_cast<std::size_t>(dtype_infos[i].type) != i) return false;
+    const auto compute = static_cast<std::size_t>(dtype_infos[i].compute);
+    if (i < compute_dtype_count ? compute != i : compute >= compute_dtype_count) return false;
     for (std::size_t j = 0; j < i; ++j) {
       const dtype_info &a = dtype_infos[i], &b = dtype_infos[j];
-      if (a.name == b.name || a.npy_descr == b.npy_descr || a.safetensors == b.safetensors || a.onnx == b.onnx ||
+      if (a.name == b.name || (!a.npy_descr.empty() && a.npy_descr == b.npy_descr) || a.safetensors == b.safetensors || a.onnx == b.onnx ||
           a.tensorflow == b.tensorflow || a.cpp == b.cpp || a.cuda == b.cuda)
         return false;
     }
@@ -107,10 +134,16 @@ template <class T>
 inline constexpr bool is_supported_dtype_v =
     detail::dtype_row_index<T>(std::make_index_sequence<dtype_count>{}) < dtype_count;
 
+// Ops compute in T (a compute row's type).
+template <class T>
+inline constexpr bool is_compute_dtype_v =
+    detail::dtype_row_index<T>(std::make_index_sequence<dtype_count>{}) < compute_dtype_count;
+
 template <class T>
 consteval dtype dtype_of() {
   static_assert(is_supported_dtype_v<T>,
-                "symflow: tensor element types are float, double, int32_t, int64_t and bool");
+                "symflow: tensor element types are float, double, int32_t, int64_t, bool and the storage "
+                "types Eigen::half, Eigen::bfloat16, int8_t, uint8_t, int16_t, uint16_t, uint32_t, uint64_t");
   return dtype_infos[detail::dtype_row_index<T>(std::make_index_sequence<dtype_count>{})].type;
 }
 
@@ -118,7 +151,13 @@ template <class T>
 inline constexpr dtype dtype_v = dtype_of<T>();
 
 template <class T>
-inline constexpr bool is_floating_dtype_v = std::is_floating_point_v<T>;
+inline constexpr bool is_floating_dtype_v =
+    std::is_floating_point_v<T> || std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>;
+
+// The C++ type ops on T compute in (float for Eigen::half, std::int32_t for std::int8_t, T itself
+// for a compute type).
+template <class T>
+using compute_type_t = typename dtype_row_t<static_cast<std::size_t>(dtype_infos[static_cast<std::size_t>(dtype_v<T>)].compute)>::type;
 
 // ---- By dtype ----
 
@@ -139,6 +178,17 @@ constexpr std::string_view dtype_name(dtype d) noexcept {
   const dtype_info* row = find_dtype_info(d);
   return row ? row->name : "?";
 }
+// Whether ops compute in d itself (false for a storage dtype and for a value that is no enumerator).
+constexpr bool is_compute_dtype(dtype d) noexcept { return static_cast<std::size_t>(d) < compute_dtype_count; }
+// The dtype ops on d compute in (d itself for a compute dtype); d for a value that is no enumerator.
+constexpr dtype compute_dtype(dtype d) noexcept {
+  const dtype_info* row = find_dtype_info(d);
+  return row ? row->compute : d;
+}
+// Whether d holds floating-point values (f32, f64, f16, bf16).
+constexpr bool is_floating_dtype(dtype d) noexcept {
+  return compute_dtype(d) == dtype::f32 || compute_dtype(d) == dtype::f64;
+}
 // Bytes per element; 0 for a value that is no enumerator.
 constexpr std::size_t dtype_size(dtype d) noexcept {
   const dtype_info* row = find_dtype_info(d);
@@ -151,6 +201,8 @@ constexpr std::size_t dtype_size(dtype d) noexcept {
 // nullopt when no row does.
 template <class V>
 constexpr std::optional<dtype> find_dtype(V dtype_info::*column, const std::type_identity_t<V>& value) noexcept {
+  if constexpr (std::is_same_v<V, std::string_view>)
+    if (value.empty()) return std::nullopt;  // an empty cell is no code (bf16 has no NumPy descr)
   for (const dtype_info& row : dtype_infos)
     if (row.*column == value) return row.type;
   return std::nullopt;
@@ -191,11 +243,11 @@ inline dtype dtype_by_tensorflow(std::int32_t code) {
 // ---- To the C++ type ----
 
 namespace detail {
-template <std::size_t I, class F>
+template <std::size_t I, std::size_t Rows = dtype_count, class F>
 decltype(auto) visit_dtype_from(dtype d, F& f) {
   using T = typename dtype_row_t<I>::type;
-  if constexpr (I + 1 < dtype_count) {
-    if (d != dtype_infos[I].type) return visit_dtype_from<I + 1>(d, f);
+  if constexpr (I + 1 < Rows) {
+    if (d != dtype_infos[I].type) return visit_dtype_from<I + 1, Rows>(d, f);
   } else {
     if (d != dtype_infos[I].type) throw value_error("unknown dtype code " + std::to_string(static_cast<unsigned>(d)));
   }
@@ -208,6 +260,16 @@ decltype(auto) visit_dtype_from(dtype d, F& f) {
 template <class F>
 decltype(auto) visit_dtype(dtype d, F&& f) {
   return detail::visit_dtype_from<0>(d, f);
+}
+
+// As visit_dtype, for code that computes: instantiates f for the compute dtypes only, and throws
+// value_error naming a storage dtype d (the caller widens such values first: compute_dtype(d)).
+template <class F>
+decltype(auto) visit_compute_dtype(dtype d, F&& f) {
+  if (!is_compute_dtype(d) && find_dtype_info(d))
+    throw value_error(std::string(dtype_name(d)) + " is a storage dtype: ops compute on it in " +
+                      std::string(dtype_name(compute_dtype(d))) + " (cast it first)");
+  return detail::visit_dtype_from<0, compute_dtype_count>(d, f);
 }
 
 }  // namespace symflow

@@ -97,17 +97,18 @@ class tensor_printer {
  public:
   explicit tensor_printer(const tensor_view<const T, S>& v) : v_(v), opt_(print_options()) {
     summarise_ = v.size() > opt_.threshold;
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_floating_dtype_v<T>) {  // f16 and bf16 through their exact f32 values
       double max_abs = 0, min_abs = INFINITY;
       visit_kept([&](T x) {
-        if (std::isfinite(x) && x != 0) {
-          max_abs = std::max(max_abs, std::abs(double(x)));
-          min_abs = std::min(min_abs, std::abs(double(x)));
+        const double v = double(compute_type_t<T>(x));
+        if (std::isfinite(v) && v != 0) {
+          max_abs = std::max(max_abs, std::abs(v));
+          min_abs = std::min(min_abs, std::abs(v));
         }
       });
       float_.precision = opt_.precision;
       float_.scientific = max_abs > 0 && (max_abs >= 1e8 || min_abs < 1e-4 || max_abs / min_abs > 1000);
-      visit_kept([&](T x) { float_.observe(x); });
+      visit_kept([&](T x) { float_.observe(compute_type_t<T>(x)); });
     }
     visit_kept([&](T x) { width_ = std::max(width_, element(x).size()); });
   }
@@ -123,7 +124,7 @@ class tensor_printer {
 
  private:
   std::string element(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return float_.format(x);
+    if constexpr (is_floating_dtype_v<T>) return float_.format(compute_type_t<T>(x));
     else return format_element(x);
   }
 

@@ -113,7 +113,8 @@ void copy_nested(const List& list, T*& out) {
 template <class T, shape_spec S>
 class tensor {
   static_assert(is_supported_dtype_v<T>,
-                "symflow: tensor element types are float, double, int32_t, int64_t and bool");
+                "symflow: tensor element types are float, double, int32_t, int64_t, bool and the storage types "
+                "Eigen::half, Eigen::bfloat16, int8_t, uint8_t, int16_t, uint16_t, uint32_t, uint64_t");
 
  public:
   using value_type = T;
@@ -226,7 +227,7 @@ class tensor {
   template <class... I>
   std::size_t offset_of(I... index) const noexcept {
     std::size_t offset = 0, axis = 0;
-    const auto s = strides();
+    [[maybe_unused]] const auto s = strides();  // unused by a rank-0 tensor
     ((offset += static_cast<std::size_t>(index) * s[axis++]), ...);
     return offset;
   }

@@ -67,11 +67,11 @@ template <class T>
 value_health health_of(const T* data, std::size_t n) {
   value_health h;
   h.size = n;
-  if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
+  if constexpr (is_floating_dtype_v<T> || std::is_integral_v<T>) {
     double sum = 0, sum_sq = 0;
     std::size_t finite = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      const double v = double(data[i]);
+      const double v = double(compute_type_t<T>(data[i]));
       if (std::isnan(v)) {
         ++h.nan;
         continue;
@@ -103,15 +103,19 @@ inline value_health health_of(dtype type, const void* data, std::size_t n) {
 
 // True when every element is finite (always for integer and bool dtypes).
 inline bool all_finite(dtype type, const void* data, std::size_t n) {
-  auto scan = [&](auto* p) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(p)>>;
-    T acc = 0;
-    for (std::size_t i = 0; i < n; ++i) acc += p[i] - p[i];  // NaN as soon as one is not finite
-    return acc == 0;
-  };
-  if (type == dtype::f32) return scan(static_cast<const float*>(data));
-  if (type == dtype::f64) return scan(static_cast<const double*>(data));
-  return true;
+  if (!find_dtype_info(type)) return true;
+  return visit_dtype(type, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (is_floating_dtype_v<T>) {
+      using C = compute_type_t<T>;  // f16 and bf16 are scanned in f32
+      const T* p = static_cast<const T*>(data);
+      C acc = 0;
+      for (std::size_t i = 0; i < n; ++i) acc += C(p[i]) - C(p[i]);  // NaN as soon as one is not finite
+      return acc == 0;
+    } else {
+      return true;
+    }
+  });
 }
 
 // The node that first produced a NaN or an infinity, and what its operands held.

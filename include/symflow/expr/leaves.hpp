@@ -39,8 +39,10 @@ namespace detail {
 // Shared by placeholder and variable: both are named leaves whose value arrives at evaluation.
 template <fixed_string Name, class T, shape_spec S>
 struct named_leaf : expression_tag {
-  static_assert(is_supported_dtype_v<T>,
-                "symflow: tensor element types are float, double, int32_t, int64_t and bool");
+  static_assert(is_compute_dtype_v<T>,
+                "symflow: expressions compute in float, double, int32_t, int64_t or bool; a storage type "
+                "(Eigen::half, Eigen::bfloat16, the small and unsigned integers) is held in a tensor and "
+                "converted with convert<float>(t) (or cast in a graph value, whose interpreter widens it)");
   using value_type = T;
   using shape_type = S;
   static constexpr std::size_t rank = S::rank;
@@ -96,6 +98,9 @@ struct variable : detail::named_leaf<Name, T, S> {
 // A tensor baked into the expression. Shared, so copying the expression copies no elements.
 template <class T, shape_spec S>
 struct constant_node : expression_tag {
+  static_assert(is_compute_dtype_v<T>,
+                "symflow: constant(t): expressions compute in float, double, int32_t, int64_t or bool; "
+                "convert a tensor of a storage type first (convert<float>(t))");
   static constexpr node_kind kind = node_kind::constant;
   static constexpr std::string_view op_name = "constant";
   using value_type = T;

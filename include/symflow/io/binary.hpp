@@ -131,7 +131,7 @@ class binary_reader {
   }
   dtype type_code(const char* what) {
     const std::uint8_t d = u8(what);
-    if (d > static_cast<std::uint8_t>(dtype::boolean)) fail(std::string("unknown dtype code ") + std::to_string(d) + " in " + what);
+    if (!find_dtype_info(static_cast<dtype>(d))) fail(std::string("unknown dtype code ") + std::to_string(d) + " in " + what);
     return static_cast<dtype>(d);
   }
   std::vector<std::int64_t> extents(const char* what) {

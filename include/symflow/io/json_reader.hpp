@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../core/storage_float.hpp"
 #include "../core/excerpt.hpp"
 #include "../ir/graph.hpp"
 #include "json_format.hpp"
@@ -188,9 +189,13 @@ class json_reader {
           v = values[i].get<bool>();
         } else if constexpr (is_floating_dtype_v<T>) {
           const double d = floating(values[i], at);
-          if (std::isfinite(d) && std::fabs(d) > std::numeric_limits<T>::max())
+          if (std::isfinite(d) && std::fabs(d) > double(std::numeric_limits<T>::max()))
             fail(at, "out of range for " + std::string(dtype_name(type)));
-          v = static_cast<T>(d);
+          if constexpr (is_storage_float_v<T>) v = round_to_storage_float<T>(d);  // rounded once
+          else v = static_cast<T>(d);
+        } else if constexpr (std::is_same_v<T, std::uint64_t>) {  // beyond int64's range
+          if (!values[i].is_number_unsigned()) fail(at, "expected an integer from 0 to 2^64-1");
+          v = values[i].template get<std::uint64_t>();
         } else {
           v = static_cast<T>(integer(values[i], at, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
         }

@@ -58,6 +58,7 @@ class npy_header_parser {
         bool found = false;
         for (const dtype_info& c : dtype_infos) {
           const std::string_view want = c.npy_descr;
+          if (want.empty()) continue;  // a dtype NumPy has not (bf16)
           // '=' (native) and '|' (not applicable) also describe little-endian data on the hosts symflow
           // supports; a single-byte type ('|') may also be written '<'.
           if (d.size() == 3 && d.substr(1) == want.substr(1) &&
@@ -200,6 +201,9 @@ inline graph_tensor read_npy(const std::vector<unsigned char>& bytes) { return r
 
 // A .npy file (version 1.0, header padded to a multiple of 64 bytes as NumPy writes it).
 inline std::vector<unsigned char> write_npy(const graph_tensor& t) {
+  if (detail::npy_descr(t.type).empty())
+    throw npy_error("npy: NumPy has no dtype for " + std::string(dtype_name(t.type)) +
+                    " values; write them as safetensors, or convert them to f32 first");
   std::string header = "{'descr': '" + std::string(detail::npy_descr(t.type)) + "', 'fortran_order': False, 'shape': (";
   for (std::size_t i = 0; i < t.extents.size(); ++i) {
     header += std::to_string(t.extents[i]);

@@ -43,18 +43,18 @@ inline std::string_view safetensors_dtype_name(dtype d) {
   return row ? row->safetensors : "?";
 }
 
-// "F32, F64, I32, I64, BOOL and U8": the safetensors dtypes the reader knows (U8 is read as i32).
+// "F32, F64, ..., U32 and U64": the safetensors dtypes the reader knows (the table's rows).
 inline std::string known_safetensors_dtypes() {
   std::string out;
-  for (const dtype_info& row : dtype_infos) out += std::string(row.safetensors) + ", ";
-  out.resize(out.size() - 2);
-  return out + " and U8";
+  for (std::size_t i = 0; i < dtype_count; ++i)
+    out += (i == 0 ? "" : i + 1 == dtype_count ? " and " : ", ") + std::string(dtype_infos[i].safetensors);
+  return out;
 }
 
 // A tensor as the header describes it, validated against the data section.
 struct safetensors_entry {
   std::string name;
-  std::string file_dtype;     // as written: "F32", ..., "U8"
+  std::string file_dtype;     // as written: "F32", ..., "U64"
   std::size_t file_element_size = 0;
   dtype type{};               // as held in memory
   std::vector<std::size_t> extents;
@@ -145,10 +145,7 @@ class safetensors_header_reader {
     const json& d = value.at("dtype");
     if (!d.is_string()) fail(who + ": 'dtype' is not a string (found " + brief(d) + ")");
     e.file_dtype = d.get<std::string>();
-    if (e.file_dtype == "U8") {
-      e.type = dtype::i32;
-      e.file_element_size = 1;
-    } else if (const auto t = find_dtype(&dtype_info::safetensors, e.file_dtype)) {
+    if (const auto t = find_dtype(&dtype_info::safetensors, e.file_dtype)) {
       e.type = *t;
       e.file_element_size = dtype_size(*t);
     } else {

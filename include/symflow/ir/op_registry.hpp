@@ -18,6 +18,7 @@
 #include "../expr/node.hpp"
 #include "../ops/all.hpp"
 #include "control_flow/list.hpp"
+#include "dtype_rule.hpp"
 
 namespace symflow {
 
@@ -44,75 +45,6 @@ struct attribute_spec {
 };
 
 inline constexpr std::size_t unbounded_inputs = static_cast<std::size_t>(-1);
-
-// An elementwise op's or a kernel's dtype rule over the dtype table: for every combination of
-// `operands` operand dtypes, the dtype its `result_type` gives where its `accepts` admits them, else
-// -1, computed at compile time from the op's own typed rule. A kernel reads its operands as the C++
-// types this rule admits (concat copies bytes of its result's size from each operand), so a graph
-// whose kernel operands it refuses is refused before anything runs: by validate(), on the dtypes the
-// graph declares, and by the interpreter and the builder, on the dtypes a run has (infer_node_type).
-// An op with a `to` attribute (cast, one_hot, reduced_count) gives that dtype instead of `result`.
-struct dtype_rule {
-  std::size_t operands = 0;  // 0: no rule (views and reductions take any dtype; literals none)
-  bool variadic = false;     // any number of operands: each after the first is checked with the first
-  const std::int8_t* table = nullptr;  // dtype_count^operands entries, operand 0 varying slowest
-
-  // The result dtype for operand dtypes `in`, or nullopt where the rule refuses them.
-  std::optional<dtype> result(const std::vector<dtype>& in) const {
-    if (variadic) {
-      if (in.empty()) return std::nullopt;
-      std::optional<dtype> r;
-      for (std::size_t k = in.size() > 1 ? 1 : 0; k < in.size(); ++k) {
-        const auto d = entry({in[0], in[k]});
-        if (!d) return std::nullopt;
-        if (!r) r = d;
-      }
-      return r;
-    }
-    if (in.size() != operands) return std::nullopt;
-    return entry(in);
-  }
-  // "(f32, f32) or (f64, f64)": every combination the rule admits; "" for more than `limit`.
-  std::string accepted(std::size_t limit = 6) const {
-    std::vector<std::string> all;
-    std::size_t combinations = 1;
-    for (std::size_t k = 0; k < operands; ++k) combinations *= dtype_count;
-    for (std::size_t c = 0; c < combinations; ++c) {
-      if (table[c] < 0) continue;
-      std::string text = "(";
-      for (std::size_t k = 0, rest = c; k < operands; ++k) {
-        std::size_t below = 1;
-        for (std::size_t j = k + 1; j < operands; ++j) below *= dtype_count;
-        text += (k ? ", " : "") + std::string(dtype_infos[rest / below].name);
-        rest %= below;
-      }
-      all.push_back(text + ")");
-    }
-    if (all.empty() || all.size() > limit) return {};
-    std::string out = all[0];
-    for (std::size_t i = 1; i < all.size(); ++i) out += (i + 1 == all.size() ? " or " : ", ") + all[i];
-    return out;
-  }
-  // "operands of dtypes (f32, f64) are not accepted; matmul takes (f32, f32) or (f64, f64)"
-  std::string refusal(std::string_view op, const std::vector<dtype>& in) const {
-    std::string list;
-    for (auto d : in) list += (list.empty() ? "" : ", ") + std::string(dtype_name(d));
-    std::string text = "operands of dtypes (" + list + ") are not accepted";
-    if (const std::string ok = accepted(); !ok.empty())
-      text += "; " + std::string(op) + " takes " + ok + (variadic ? ", each operand with the first" : "");
-    return text;
-  }
-
- private:
-  std::optional<dtype> entry(const std::vector<dtype>& in) const {
-    std::size_t c = 0;
-    for (auto d : in) {
-      if (!find_dtype_info(d)) return std::nullopt;  // no enumerator (a corrupt value)
-      c = c * dtype_count + static_cast<std::size_t>(d);
-    }
-    return table[c] < 0 ? std::nullopt : std::optional<dtype>(static_cast<dtype>(table[c]));
-  }
-};
 
 struct op_schema {
   std::string_view name;
@@ -185,44 +117,6 @@ consteval std::size_t rule_operands() {
 template <node_kind Kind, class Op>
 inline constexpr bool variadic_kernel = Kind == node_kind::kernel && kernel_takes<Op, 2>() && kernel_takes<Op, 3>();
 
-// The dtype rule's table (dtype_rule): entry C holds operand k's dtype in digit k of C in base
-// dtype_count, most significant first.
-consteval std::size_t dtype_combinations(std::size_t operands) {
-  std::size_t n = 1;
-  for (std::size_t k = 0; k < operands; ++k) n *= dtype_count;
-  return n;
-}
-template <std::size_t C, std::size_t N, std::size_t K>
-struct combination_operand {
-  using type = typename dtype_row_t<C / dtype_combinations(N - 1 - K) % dtype_count>::type;
-};
-template <class Op, class... Ts>
-consteval std::int8_t rule_entry() {
-  if constexpr (Op::template accepts<Ts...>) return static_cast<std::int8_t>(dtype_v<typename Op::template result_type<Ts...>>);
-  else return -1;
-}
-template <class Op, std::size_t N, std::size_t C>
-consteval std::int8_t rule_entry_at() {
-  return []<std::size_t... K>(std::index_sequence<K...>) {
-    return rule_entry<Op, typename combination_operand<C, N, K>::type...>();
-  }(std::make_index_sequence<N>{});
-}
-template <class Op, std::size_t N>
-inline constexpr auto dtype_rule_table = []<std::size_t... C>(std::index_sequence<C...>) {
-  return std::array<std::int8_t, sizeof...(C)>{rule_entry_at<Op, N, C>()...};
-}(std::make_index_sequence<dtype_combinations(N)>{});
-
-template <std::size_t>
-struct first_dtype {  // a struct, not an alias template: see square_shape
-  using type = typename dtype_row_t<0>::type;
-};
-template <class Op, std::size_t N>
-consteval bool declares_accepts() {
-  return []<std::size_t... I>(std::index_sequence<I...>) {
-    return requires { Op::template accepts<typename first_dtype<I>::type...>; };
-  }(std::make_index_sequence<N>{});
-}
-
 // The dtype rule of an elementwise op or a kernel, from its own `accepts` and `result_type`.
 template <node_kind Kind, class Op>
 dtype_rule dtype_rule_of() {
@@ -231,7 +125,7 @@ dtype_rule dtype_rule_of() {
     static_assert(declares_accepts<Op, n>(),
                   "symflow: a listed elementwise op or kernel declares the operand dtypes it accepts: "
                   "template <class... T> static constexpr bool accepts (its dtype rule, with result_type)");
-    return dtype_rule{n, variadic_kernel<Kind, Op>, dtype_rule_table<Op, n>.data()};
+    return dtype_rule{n, variadic_kernel<Kind, Op>, dtype_rule_table<Op, n>.data(), dtype_rule_rows<Op>};
   } else {
     return {};
   }

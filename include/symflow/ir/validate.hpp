@@ -184,9 +184,8 @@ inline void detail::validate_at_depth(const graph& g, std::string_view context, 
       if (!n.type.shape.empty()) graph_fail(context, who + ": a literal is a scalar, not " + graph_type_string(n.type));
       const attribute_value& v = *n.attribute("value");
       const bool ok = n.type.type == dtype::boolean ? std::holds_alternative<bool>(v)
-                      : (n.type.type == dtype::i32 || n.type.type == dtype::i64)
-                          ? std::holds_alternative<std::int64_t>(v)
-                          : std::holds_alternative<double>(v);
+                      : is_floating_dtype(n.type.type) ? std::holds_alternative<double>(v)
+                                                       : std::holds_alternative<std::int64_t>(v);
       if (!ok) graph_fail(context, who + ": its value does not match its dtype " + std::string(dtype_name(n.type.type)));
     }
   }

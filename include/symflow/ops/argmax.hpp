@@ -137,7 +137,7 @@ struct arg_extremum_op {
   static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
     const std::size_t axis = runtime_axis(std::string(name), a.integer("axis"), in.at(0).extents.size());
     const bool last = a.boolean("select_last_index");
-    visit_dtype(in[0].type, [&](auto zero) {
+    visit_compute_dtype(in[0].type, [&](auto zero) {
       using T = decltype(zero);
       run_on(static_cast<const T*>(in[0].data), out.as<std::int64_t>(), in[0].extents, axis, last);
     });

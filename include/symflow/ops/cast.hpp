@@ -3,6 +3,7 @@
 #ifndef SYMFLOW_SCALAR_ONLY
 #include <limits>
 
+#include "../core/storage_float.hpp"
 #include "../expr/elementwise.hpp"
 #endif
 
@@ -18,7 +19,10 @@ struct cast_op {
       "values at or beyond the range -> the dtype's lowest or max (as Rust's `as`), so cast to i32 of "
       "[NaN, -Inf, 3e9, -2.7] is [0, -2147483648, 2147483647, -2]. To bool: nonzero is true, NaN "
       "included, and ±0 is false. To a float: rounding to nearest, overflow to ±Inf (f64 1e300 to f32 "
-      "is +Inf). Between integers: modulo 2^n (i64 2^32 + 5 to i32 is 5). bool converts to 0 or 1. "
+      "is +Inf; to f16 and bf16 rounded once, as NumPy does). Between integers: modulo 2^n (i64 2^32 + 5 "
+      "to i32 is 5; u8 of -1 is 255). bool converts to 0 or 1. A storage dtype (f16, bf16, i8, u8, i16, "
+      "u16, u32, u64) converts by the same rules from its exact value (f16 to i32 of 2.5 is 2, u64 2^63 to "
+      "f32 is 9.223372e18). "
       "Gradient: a float-to-float cast passes g back cast to the operand's dtype; none through "
       "integers or bool. Example: cast to i32 of [1.9, -1.9, 0.5] is [1, -1, 0].";
 #endif
@@ -40,6 +44,9 @@ struct cast_op {
   using result_type = To;
   template <class From>
   static constexpr bool accepts = is_supported_dtype_v<From> && is_supported_dtype_v<To>;
+  // Converts between storage dtypes and compute dtypes itself: the only op whose operands and result
+  // may be storage dtypes in a running graph (ir/dtype_rule.hpp).
+  static constexpr bool takes_storage_dtypes = true;
 #endif
   // A float converted to an integer dtype truncates toward zero and saturates: NaN -> 0, values at or
   // beyond the range -> the dtype's lowest or max (as Rust's `as`, and WebAssembly's trunc_sat);
@@ -48,28 +55,39 @@ struct cast_op {
   // gives ±Inf); between integers, modulo 2^n.
   template <class From>
   SYMFLOW_HD static To apply(From x) {
+#if !defined(SYMFLOW_SCALAR_ONLY) && !defined(__CUDA_ARCH__)
+    if constexpr (is_storage_float_v<From>) {  // f16, bf16: converted from their exact f32 value
+      return apply(static_cast<float>(x));
+    } else if constexpr (is_storage_float_v<To>) {
+      return round_to_storage_float<To>(x);
+    } else
+#endif
     if constexpr (std::numeric_limits<From>::has_infinity && !std::numeric_limits<To>::has_infinity &&
                   To(2) != To(1)) {  // float -> integer, bool excluded
-      // -2^31 and -2^63 are exact in float and double; the range is [lowest, -lowest).
+      // The range is [lowest, -lowest) for a signed To and [0, 2^bits) for an unsigned one: powers of
+      // two, exact in float and double (NVRTC's numeric_limits has no `digits`).
       constexpr From lo = From(std::numeric_limits<To>::lowest());
+      constexpr From hi = To(-1) < To(0) ? -lo : From(2) * From(To(1) << (sizeof(To) * 8 - 1));
       if (x != x) return To(0);
       if (x <= lo) return std::numeric_limits<To>::lowest();
-      if (x >= -lo) return std::numeric_limits<To>::max();
+      if (x >= hi) return std::numeric_limits<To>::max();
+      return static_cast<To>(x);
+    } else {
+      return static_cast<To>(x);
     }
-    return static_cast<To>(x);
   }
 #ifndef SYMFLOW_SCALAR_ONLY
   // Forward mode: the tangent is cast like the value.
   template <class Y, class TX, class X>
   static auto tangent(const Y&, const TX& tx, const X&) {
-    if constexpr (std::is_floating_point_v<value_type_of<X>> && std::is_floating_point_v<To>) return cast<To>(tx);
+    if constexpr (is_floating_dtype_v<value_type_of<X>> && is_floating_dtype_v<To>) return cast<To>(tx);
     else return no_gradient{};
   }
   // Gradients flow through float-to-float casts, converted back to the operand's dtype.
   template <class G, class Y, class X>
   static auto gradient(const G& g, const Y&, const X&) {
     using From = value_type_of<X>;
-    if constexpr (std::is_floating_point_v<From> && std::is_floating_point_v<To>)
+    if constexpr (is_floating_dtype_v<From> && is_floating_dtype_v<To>)
       return tuple_of(cast<From>(g));
     else
       return tuple_of(no_gradient{});
@@ -81,7 +99,21 @@ struct cast_op {
 
 template <class To, unary_operand X>
 auto cast(const X& x, source_site where = source_site::current()) {
+  static_assert(is_compute_dtype_v<To>,
+                "symflow: cast<To>(x): expressions compute in float, double, int32_t, int64_t or bool; a "
+                "storage type (Eigen::half, ...) is the dtype of a tensor: convert<To>(evaluated tensor)");
   return make_unary<ops::cast_op<To>>(x, where);
+}
+
+// A tensor's elements converted to To, by cast's rules (any dtype to any dtype, storage dtypes
+// included: convert<Eigen::half>(t) rounds once to f16, convert<float>(h) widens exactly).
+template <class To, class From, shape_spec S>
+tensor<To, S> convert(const tensor<From, S>& t) {
+  tensor<To, S> out(t.extents(), uninitialized);
+  const From* in = t.data();
+  To* o = out.data();
+  for (std::size_t i = 0; i < t.size(); ++i) o[i] = ops::cast_op<To>::apply(in[i]);
+  return out;
 }
 #endif
 }  // namespace symflow

@@ -116,7 +116,7 @@ struct cumsum_op {
   static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
     const std::size_t axis = runtime_axis(std::string(name), a.integer("axis"), in.at(0).extents.size());
     const bool exclusive = a.integer("exclusive") != 0, reverse = a.integer("reverse") != 0;
-    visit_dtype(in[0].type, [&](auto zero) {
+    visit_compute_dtype(in[0].type, [&](auto zero) {
       using T = decltype(zero);
       if constexpr (std::is_same_v<T, bool>)
         throw value_error("cumsum: takes f32, f64, i32 or i64 operands, not bool");

@@ -137,7 +137,7 @@ struct matmul_op {
                      view(static_cast<const T*>(in[1].data), in[1].extents, rb));
         }
       };
-      visit_dtype(out.type, run);
+      visit_compute_dtype(out.type, run);
     });
   }
 

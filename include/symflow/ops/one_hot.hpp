@@ -86,7 +86,7 @@ struct one_hot_op {
       else if (in[0].type == dtype::i64) fill(zero, std::int64_t{});
       else throw value_error("one_hot takes integer labels");
     };
-    visit_dtype(out.type, with_labels);
+    visit_compute_dtype(out.type, with_labels);
   }
   template <class Y, class TL, class L>
   static auto tangent(const Y&, const TL&, const L&) {

@@ -77,7 +77,7 @@ struct reduced_count_op {
   static void run_runtime(const Attrs& a, const runtime_array& out, const std::vector<runtime_array>& in) {
     std::size_t count = 1;
     for (auto ax : a.integers("axes")) count *= in[0].extents[std::size_t(ax)];
-    visit_dtype(out.type, [&](auto t) {
+    visit_compute_dtype(out.type, [&](auto t) {
       using T = decltype(t);
       *out.as<T>() = static_cast<T>(count);  // bool: count != 0
     });

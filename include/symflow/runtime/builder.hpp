@@ -72,7 +72,7 @@ class graph_builder {
   graph_handle literal(double value, dtype type, bool is_static = false) {
     attribute_value v;
     if (type == dtype::boolean) v = value != 0;
-    else if (type == dtype::f32 || type == dtype::f64) v = value;
+    else if (is_floating_dtype(type)) v = value;
     else v = std::int64_t(value);
     return add_node(graph_node{std::string(literal_node_op), scoped(std::string(literal_node_op)), {{"value", v}, {"static", is_static}}, {}, graph_type{type, {}}, {}});
   }

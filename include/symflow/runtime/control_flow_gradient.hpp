@@ -23,7 +23,7 @@ namespace runtime_detail {
 // graph, and the vector-Jacobian product of a sub-graph.
 struct control_flow_differentiator {
   graph_builder& b;
-  bool floating(const graph_handle& h) const { return h.value_type() == dtype::f32 || h.value_type() == dtype::f64; }
+  bool floating(const graph_handle& h) const { return is_floating_dtype(h.value_type()); }
   graph_handle apply(std::string_view op, const std::vector<graph_handle>& in, std::vector<graph_attribute> attributes,
                      const std::string& name) {
     return b.apply(op, in, std::move(attributes), name);

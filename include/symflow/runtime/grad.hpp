@@ -21,6 +21,7 @@
 #include "../ir/validate.hpp"
 #include "builder.hpp"
 #include "control_flow_gradient.hpp"
+#include "storage_lowering.hpp"
 #include "rule_context.hpp"
 #include "plan_cache.hpp"
 #include "../core/separate_compilation.hpp"
@@ -72,7 +73,8 @@ std::optional<rule_fragment> elementwise_fragment(const std::vector<dtype>& in) 
   if constexpr (sizeof...(Ts) == arity<Op>) {
     if constexpr (Op::template accepts<Ts...>) {
       using Y = typename Op::template result_type<Ts...>;
-      if constexpr (std::is_floating_point_v<Y>) {
+      // Conversions to and from storage dtypes (cast) are differentiated in differentiate_uncached.
+      if constexpr (std::is_floating_point_v<Y> && (is_compute_dtype_v<Ts> && ...)) {
         const auto g = placeholder<"g", Y, shape<dyn>>();
         const auto y = placeholder<"y", Y, shape<dyn>>();
         return std::apply([&](const auto&... x) { return fragment_of(Op{}.gradient(g, y, x...)); },
@@ -81,7 +83,7 @@ std::optional<rule_fragment> elementwise_fragment(const std::vector<dtype>& in) 
     }
     return std::nullopt;
   } else {
-    return visit_dtype(in[sizeof...(Ts)], [&](auto t) { return elementwise_fragment<Op, Ts..., decltype(t)>(in); });
+    return visit_operand_dtype<Op>(in[sizeof...(Ts)], [&](auto t) { return elementwise_fragment<Op, Ts..., decltype(t)>(in); });
   }
 }
 
@@ -99,7 +101,7 @@ std::optional<rule_fragment> elementwise_rule(const node_attributes& a, const st
 // rank-1 stand-ins that reducer reduces axis 0; splice() gives such reductions the node's axes.
 template <class Op>
 std::optional<rule_fragment> reduction_rule(const node_attributes&, const std::vector<dtype>& in) {
-  return visit_dtype(in.at(0), [&](auto t) -> std::optional<rule_fragment> {
+  return visit_compute_dtype(in.at(0), [&](auto t) -> std::optional<rule_fragment> {
     using T = decltype(t);
     if constexpr (std::is_floating_point_v<T>) {
       return fragment_of(Op::gradient(placeholder<"g", T, shape<dyn>>(), placeholder<"y", T, shape<dyn>>(),
@@ -243,9 +245,11 @@ inline graph_handle fit_adjoint(graph_builder& b, graph_handle c, const graph_ha
   return c;
 }
 
-// differentiate() without the cache; g is valid.
-inline graph differentiate_uncached(const graph& g, const std::vector<std::string>& wrt) {
-  if (g.outputs.empty()) throw graph_error("differentiate: the graph has no outputs");
+// differentiate() without the cache; g is valid. Nodes on storage dtypes are differentiated in
+// their lowered form (storage_lowering.hpp): their compute is f32 between casts.
+inline graph differentiate_uncached(const graph& source, const std::vector<std::string>& wrt) {
+  if (source.outputs.empty()) throw graph_error("differentiate: the graph has no outputs");
+  const graph g = lower_storage_dtypes(source);
   graph_builder b(g);
   const std::uint32_t loss = g.outputs[0];
   const graph_type loss_type = b.type_of(loss);
@@ -259,7 +263,7 @@ inline graph differentiate_uncached(const graph& g, const std::vector<std::strin
       if (const graph_leaf* l = b.leaf(id); l && l->name == name) found = id;
     if (!found) throw graph_error("differentiate: no input or parameter named '" + name + "'");
     const dtype t = b.type_of(*found).type;
-    if (t != dtype::f32 && t != dtype::f64)
+    if (compute_dtype(t) != dtype::f32 && compute_dtype(t) != dtype::f64)
       throw graph_error("differentiate: '" + name + "' is " + std::string(dtype_name(t)) + ", not a floating dtype");
     targets.push_back(*found);
   }
@@ -299,7 +303,14 @@ inline graph differentiate_uncached(const graph& g, const std::vector<std::strin
     const graph_handle y = b.handle(id), gy = *adjoint[id];
     const node_attributes attrs(n);
     std::vector<std::optional<graph_handle>> contributions;
-    if (rule->runtime) {
+    if (find_runtime_op(n.op)->dtypes.takes_storage_dtypes() &&
+        (!is_compute_dtype(types[0]) || !is_compute_dtype(n.type.type))) {
+      // A conversion to or from a storage dtype (after lowering, only cast): between floating dtypes
+      // the adjoint converted back to the operand's dtype, as cast's own rule does; none through integers.
+      if (compute_dtype(types[0]) != dtype::f32 && compute_dtype(types[0]) != dtype::f64) continue;
+      if (compute_dtype(n.type.type) != dtype::f32 && compute_dtype(n.type.type) != dtype::f64) continue;
+      contributions = {b.apply(n.op, {gy}, {{"to", std::string(dtype_name(types[0]))}})};
+    } else if (rule->runtime) {
       contributions = rule->runtime(n, gy, y, x);
     } else {
       const auto& fragment = cached_fragment(*rule, n, types);

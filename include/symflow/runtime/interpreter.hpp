@@ -24,6 +24,7 @@
 #include "run_options.hpp"
 #include "run_state.hpp"
 #include "run_steps.hpp"
+#include "storage_lowering.hpp"
 #include "../ir/value.hpp"
 
 namespace symflow {
@@ -35,9 +36,12 @@ class interpreter {
     for (const auto& n : graph_.nodes)
       if (!n.is_literal() && !find_runtime_op(n.op) && !control_flow::is_control_flow(n.op))
         throw graph_error("interpreter: node '" + n.name + "': no runtime form for op '" + n.op + "'");
+    graph_ = lower_storage_dtypes(std::move(graph_));  // ops on f16, u8, ... run in f32, i32, ...
     structure_ = std::make_shared<const graph_structure>(graph_);
   }
 
+  // The graph it runs: the one it was given, with nodes on storage dtypes computing in their
+  // compute dtypes between casts (storage_lowering.hpp); the same leaves and output types.
   const graph& source() const noexcept { return graph_; }
   // The structure its plans are cached under (plan_cache.hpp).
   const std::shared_ptr<const graph_structure>& structure() const noexcept { return structure_; }

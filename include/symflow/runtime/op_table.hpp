@@ -100,6 +100,14 @@ consteval bool takes() {
 template <class Op>
 inline constexpr std::size_t arity = takes<Op, 1>() ? 1 : takes<Op, 2>() ? 2 : 3;
 
+// Calls f(T{}) for operand dtype d: any row for an op that takes storage dtypes (cast), else the
+// compute rows alone (a storage operand never reaches such an op's kernel: storage_lowering.hpp).
+template <class Op, class F>
+decltype(auto) visit_operand_dtype(dtype d, F&& f) {
+  if constexpr (detail::dtype_rule_rows<Op> == dtype_count) return visit_dtype(d, f);
+  else return visit_compute_dtype(d, f);
+}
+
 // The kernel for operand dtypes in[0..arity), if the op's dtype rule accepts them.
 template <class Op, class... Ts>
 std::optional<elementwise_kernel> pick_kernel(const std::vector<dtype>& in) {
@@ -112,13 +120,16 @@ std::optional<elementwise_kernel> pick_kernel(const std::vector<dtype>& in) {
       return std::nullopt;
     }
   } else {
-    return visit_dtype(in[sizeof...(Ts)], [&](auto t) { return pick_kernel<Op, Ts..., decltype(t)>(in); });
+    return visit_operand_dtype<Op>(in[sizeof...(Ts)], [&](auto t) { return pick_kernel<Op, Ts..., decltype(t)>(in); });
   }
 }
 
 template <class Op>
 std::optional<elementwise_kernel> elementwise_kernel_for(const node_attributes& a, const std::vector<dtype>& in) {
   if (in.size() != arity<Op>) return std::nullopt;
+  if constexpr (detail::dtype_rule_rows<Op> != dtype_count)
+    for (dtype d : in)
+      if (!is_compute_dtype(d)) return std::nullopt;
   if constexpr (requires { Op::with_runtime_instance(a, [](auto) {}); })
     return Op::with_runtime_instance(a, [&](auto op) { return pick_kernel<decltype(op)>(in); });
   else
@@ -168,7 +179,7 @@ void reduce_typed(const T* in, const runtime_extents& ext, const std::vector<boo
 
 template <class Op>
 void reduce_runtime(const runtime_array& in, const std::vector<bool>& reduced, const runtime_array& out) {
-  visit_dtype(in.type, [&](auto t) {
+  visit_compute_dtype(in.type, [&](auto t) {
     using T = decltype(t);
     if constexpr (std::is_same_v<T, bool>)
       throw value_error(std::string(Op::name) + ": bool operands cannot be reduced");
@@ -272,6 +283,23 @@ struct inferred_type {
 inline inferred_type infer_node_type(const runtime_op& op, const node_attributes& attrs, const std::vector<dtype>& in_types,
                                      const std::vector<runtime_extents>& in_extents, const std::string& who) {
   inferred_type r{dtype::f32, {}, std::nullopt};
+  if (op.kind != node_kind::view && !op.dtypes.takes_storage_dtypes() &&
+      std::any_of(in_types.begin(), in_types.end(), [](dtype d) { return !is_compute_dtype(d); })) {
+    // Operands of storage dtypes: typed as computed in their compute dtypes, the result stored as the
+    // dtype rule says (ir/dtype_rule.hpp). No kernel: the interpreter runs the node widened
+    // (storage_lowering.hpp).
+    std::vector<dtype> wide(in_types.size());
+    for (std::size_t k = 0; k < in_types.size(); ++k) wide[k] = compute_dtype(in_types[k]);
+    r = infer_node_type(op, attrs, wide, in_extents, who);
+    r.kernel.reset();
+    if (!attrs.has("to"))
+      for (std::size_t k = 0; k < in_types.size(); ++k)
+        if (wide[k] == r.type) {
+          r.type = in_types[k];
+          break;
+        }
+    return r;
+  }
   switch (op.kind) {
     case node_kind::elementwise: {
       r.kernel = op.elementwise(attrs, in_types);

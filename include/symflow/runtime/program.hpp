@@ -117,7 +117,7 @@ class runtime_program {
     std::vector<std::size_t> out;
     for (std::size_t k = 0; k < names_.size(); ++k) {
       const dtype t = operand_type(k);
-      if (t == dtype::f32 || t == dtype::f64) out.push_back(k);
+      if (is_floating_dtype(t)) out.push_back(k);
     }
     return out;
   }

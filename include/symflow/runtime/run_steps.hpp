@@ -69,7 +69,7 @@ inline void run_node(run_state& s, std::uint32_t id) {
   if (n.is_literal()) {
     slot& v = s.fresh(id);
     const attribute_value* a = n.attribute("value");
-    visit_dtype(v.type, [&](auto t) {
+    visit_compute_dtype(v.type, [&](auto t) {
       using T = decltype(t);
       T x{};
       if (a && std::holds_alternative<bool>(*a)) x = T(std::get<bool>(*a));

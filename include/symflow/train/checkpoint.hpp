@@ -7,8 +7,8 @@
 // The header is a JSON object: for every tensor "name": {"data_offsets": [begin, end], "dtype": "F32",
 // "shape": [2, 3]} with offsets relative to the data section, and optionally "__metadata__": an object
 // of string values. symflow writes keys sorted, tensors in name order with no gaps, and pads the
-// header with spaces so the data starts at a multiple of 8 bytes. Dtypes: F32 F64 I32 I64 BOOL, and
-// U8 when reading (widened to i32, the narrowest integer dtype a tensor has).
+// header with spaces so the data starts at a multiple of 8 bytes. Dtypes: every row of the dtype table
+// (core/dtype.hpp: F32 F64 I32 I64 BOOL F16 BF16 I8 U8 I16 U16 U32 U64), kept as written.
 //
 // Saving is atomic: the file is written as PATH.tmp.<pid>, flushed and fsynced, renamed over PATH,
 // and the directory is fsynced, so a crash leaves either the old checkpoint or the new one. A

@@ -49,13 +49,6 @@ namespace detail {
 inline params::entry make_entry(const std::string& source, const safetensors_entry& e, const unsigned char* file_bytes) {
   const std::size_t count = e.file_element_size ? static_cast<std::size_t>((e.end - e.begin) / e.file_element_size) : 0;
   params::entry out{e.type, e.extents, aligned_buffer<unsigned char>(count * dtype_size(e.type))};
-  if (e.file_dtype == "U8") {
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::int32_t v = file_bytes[i];
-      std::memcpy(out.bytes.data() + 4 * i, &v, 4);
-    }
-    return out;
-  }
   if (count) std::memcpy(out.bytes.data(), file_bytes, count * dtype_size(e.type));
   if (e.type == dtype::boolean)
     for (std::size_t i = 0; i < count; ++i)
@@ -241,10 +234,10 @@ SYMFLOW_LIBRARY_LINKAGE checkpoint load_checkpoint(const std::string& path) {
 
   checkpoint out;
   out.metadata = header.metadata;
-  std::vector<unsigned char> staging;  // U8 and BOOL tensors pass through it for conversion or checking
+  std::vector<unsigned char> staging;  // BOOL tensors pass through it for checking
   for (const auto& e : header.entries) {
     const auto bytes = static_cast<std::size_t>(e.end - e.begin);
-    if (e.file_dtype == "U8" || e.type == dtype::boolean) {
+    if (e.type == dtype::boolean) {
       staging.resize(bytes);
       read_at(data_offset + e.begin, staging.data(), bytes);
       out.tensors.set_entry(e.name, detail::make_entry(path, e, staging.data()));

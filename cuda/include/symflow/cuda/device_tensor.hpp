@@ -62,8 +62,9 @@ class device_view {
 // copies are explicit (clone, to_host).
 template <class T, shape_spec S>
 class device_tensor {
-  static_assert(is_supported_dtype_v<T>,
-                "symflow: tensor element types are float, double, int32_t, int64_t and bool");
+  static_assert(is_compute_dtype_v<T>,
+                "symflow: device tensors hold float, double, int32_t, int64_t or bool (storage types such as "
+                "Eigen::half are converted on the host: convert<float>(t))");
 
  public:
   using value_type = T;

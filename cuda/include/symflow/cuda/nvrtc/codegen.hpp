@@ -84,7 +84,7 @@ inline const char* element_type(dtype d) {
 inline std::string literal_text(const graph_node& n, dtype d) {
   const attribute_value* a = n.attribute("value");
   std::string text;
-  visit_dtype(d, [&](auto t) {
+  visit_compute_dtype(d, [&](auto t) {
     using T = decltype(t);
     T x{};
     if (a && std::holds_alternative<bool>(*a)) x = T(std::get<bool>(*a));

@@ -156,7 +156,7 @@ inline void run_host_node(const symflow::graph& g, const graph_plan& p, std::uin
   const auto array = [](runtime_tensor& t) { return runtime_array{t.type(), t.extents(), t.bytes()}; };
   if (n.is_literal()) {
     const attribute_value* a = n.attribute("value");
-    visit_dtype(type, [&](auto t) {
+    visit_compute_dtype(type, [&](auto t) {
       using T = decltype(t);
       T x{};
       if (a && std::holds_alternative<bool>(*a)) x = T(std::get<bool>(*a));

@@ -57,6 +57,10 @@ class graph_runner {
  public:
   explicit graph_runner(symflow::graph g, nvrtc_options o = {}) : graph_(std::move(g)), options_(std::move(o)) {
     validate(graph_, "graph_runner");
+    if (has_storage_dtypes(graph_))
+      throw graph_error("graph_runner: the graph holds values of storage dtypes (f16, bf16, the small and unsigned "
+                        "integers), which the GPU runner does not take yet; run it with the CPU interpreter, or "
+                        "cast them to f32, i32 or i64 before the graph");
     for (const auto& n : graph_.nodes)
       if (!n.is_literal() && !find_runtime_op(n.op))
         throw graph_error("graph_runner: node '" + n.name + "': no runtime form for op '" + n.op + "'");

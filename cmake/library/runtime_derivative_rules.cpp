@@ -4,4 +4,4 @@
 // kernels).
 #define SYMFLOW_LIBRARY_IMPLEMENTATION
 #define SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES
-#include <symflow/runtime/grad.hpp>
+#include <symflow/runtime/derivative_rules.hpp>

@@ -2,4 +2,4 @@
 // derivative rules (runtime_derivative_rules.cpp has find_derivative_rule and the first half).
 #define SYMFLOW_LIBRARY_IMPLEMENTATION
 #define SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES_2
-#include <symflow/runtime/grad.hpp>
+#include <symflow/runtime/derivative_rules.hpp>

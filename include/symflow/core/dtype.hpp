@@ -56,8 +56,8 @@ struct dtype_row : dtype_info {
 };
 
 // THE TABLE, one row per dtype, in the order of `enum class dtype`.
-// Adding a dtype (f16, bf16) is one new row here (plus its C++ type and its enumerator above, last):
-// names, sizes, file codes, lookups and visit_dtype all follow from the rows.
+// Adding a storage dtype is one new row here (plus its enumerator above, last): names, sizes, file
+// codes, lookups, visit_dtype and the widening to its compute dtype all follow from the rows.
 inline constexpr std::tuple dtype_table{
     //                       dtype         name    size npy    safetensors onnx tf  cpp                cuda                  compute
     dtype_row<float>          {{dtype::f32,     "f32",  4, "<f4", "F32",      1,  1,  "float",           "float",              dtype::f32}},

@@ -45,10 +45,14 @@ struct dtype_rule {
     std::vector<dtype> wide(in.size());
     for (std::size_t k = 0; k < in.size(); ++k) wide[k] = compute_dtype(in[k]);
     const auto r = computed(wide);
-    if (r)
-      for (std::size_t k = 0; k < in.size(); ++k)
-        if (wide[k] == *r) return in[k];  // the first operand computing in the result's dtype
-    return r;
+    return r ? std::optional<dtype>(stored_as(in, *r)) : r;
+  }
+  // The dtype a result computed in `computed` is stored in, for operands `in`: that of the first
+  // operand computing in it (a storage dtype stays itself), else `computed`.
+  static dtype stored_as(const std::vector<dtype>& in, dtype computed) {
+    for (dtype d : in)
+      if (compute_dtype(d) == computed) return d;
+    return computed;
   }
   // "(f32, f32) or (f64, f64)": every combination the rule admits; "" for more than `limit`.
   std::string accepted(std::size_t limit = 6) const {

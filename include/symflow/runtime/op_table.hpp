@@ -292,12 +292,7 @@ inline inferred_type infer_node_type(const runtime_op& op, const node_attributes
     for (std::size_t k = 0; k < in_types.size(); ++k) wide[k] = compute_dtype(in_types[k]);
     r = infer_node_type(op, attrs, wide, in_extents, who);
     r.kernel.reset();
-    if (!attrs.has("to"))
-      for (std::size_t k = 0; k < in_types.size(); ++k)
-        if (wide[k] == r.type) {
-          r.type = in_types[k];
-          break;
-        }
+    if (!attrs.has("to")) r.type = dtype_rule::stored_as(in_types, r.type);
     return r;
   }
   switch (op.kind) {

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -123,9 +124,12 @@ class trainer {
           gradients_);
     }(std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Args) - k>{},
       std::make_index_sequence<std::tuple_size_v<decltype(updates)>>{});
-    gradient_norm_ = global_norm();
-    if (options_.clip_global_norm > 0 && gradient_norm_ > options_.clip_global_norm)
-      scale_gradients(options_.clip_global_norm / gradient_norm_);
+    // The norm is a pass over every gradient: taken here only to clip, otherwise when asked for.
+    gradient_norm_.reset();
+    if (options_.clip_global_norm > 0) {
+      gradient_norm_ = global_norm();
+      if (*gradient_norm_ > options_.clip_global_norm) scale_gradients(options_.clip_global_norm / *gradient_norm_);
+    }
     optimizer_.step(model_, state_, variables_, gradients_);
     std::apply([&](const auto&... u) { std::apply([&](const auto&... t) { (store_update(u, t), ...); }, new_values); },
                updates);
@@ -144,7 +148,10 @@ class trainer {
   std::uint64_t step_count() const { return optimizer_step(state_); }
   double learning_rate() const { return optimizer_.learning_rate(state_); }
   // The joint L2 norm of the last step's gradients, before clipping (NaN or inf when one was).
-  double last_gradient_norm() const { return gradient_norm_; }
+  double last_gradient_norm() const {
+    if (!gradient_norm_) gradient_norm_ = global_norm();  // the gradients are as the step left them
+    return *gradient_norm_;
+  }
   // The gradients of the last step, after clipping, in the order of variables().
   const gradients_type& gradients() const { return gradients_; }
 
@@ -221,7 +228,7 @@ class trainer {
   trainer_options options_;
   params model_, state_;
   gradients_type gradients_;
-  double gradient_norm_ = 0;
+  mutable std::optional<double> gradient_norm_ = 0.0;
 };
 
 }  // namespace symflow::nn

@@ -4,6 +4,7 @@
 #include <vector>
 #include <Eigen/Core>
 
+#include "../core/gemm.hpp"
 #include "../core/parallel.hpp"
 #include "../core/tensor.hpp"
 #include "../expr/diagnostics.hpp"
@@ -38,6 +39,9 @@ struct matmul_op {
     static auto of(const auto& x0, const auto& x1) { return matmul(x0, x1); }
   };
   static constexpr bool contiguous_operands = true;
+  // ...except that a rank-2 operand may be any matrix with a unit stride on one axis: a transposed
+  // view is multiplied where it lies (core/gemm.hpp).
+  static constexpr bool strided_matrix_operands = true;
   template <class A, class B>
   using result_type = A;
   // Its dtype rule (the graph loaders and the interpreter read it too, ir/op_registry.hpp): one
@@ -174,18 +178,29 @@ struct matmul_op {
   };
   template <class T, class Out, class A, class B>
   static void run_cpu(const Out& out, const A& a, const B& b) {
-    using matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     constexpr std::size_t ra = A::rank, rb = B::rank;
     // [B, M, K] x [K, N] is one product of B * M rows: a and the result are contiguous.
     const bool folded = ra == 3 && rb == 2;
-    const auto rows = Eigen::Index(a.extent(ra - 2) * (folded ? a.extent(0) : 1)),
-               inner = Eigen::Index(a.extent(ra - 1)), cols = Eigen::Index(b.extent(rb - 1));
+    const auto rows = std::size_t(a.extent(ra - 2) * (folded ? a.extent(0) : 1)), inner = std::size_t(a.extent(ra - 1)),
+               cols = std::size_t(b.extent(rb - 1));
     const std::size_t batches = ra == 3 && !folded ? a.extent(0) : 1;
+    // Rank-2 operands may be transposed views (strided_matrix_operands below); batched ones are
+    // contiguous.
+    const auto matrix_of = [](const auto& v, std::size_t r, std::size_t c, std::size_t offset) {
+      strided_matrix<const T> m;
+      constexpr std::size_t R = std::remove_cvref_t<decltype(v)>::rank;
+      if (!matrix_layout<const T>(v.data() + offset, r, c, R == 2 ? v.strides()[0] : c, R == 2 ? v.strides()[1] : 1, m))
+        throw value_error("matmul: an operand's layout is neither row- nor column-major");  // operand_view prevents it
+      return m;
+    };
     const auto product = [&](std::size_t i) {
-      Eigen::Map<const matrix> ma(a.data() + i * rows * inner, rows, inner);
-      Eigen::Map<const matrix> mb(b.data() + (rb == 3 ? i * inner * cols : 0), inner, cols);
-      Eigen::Map<matrix> mc(out.data() + i * rows * cols, rows, cols);
-      mc.noalias() = ma * mb;
+      strided_matrix<T> c;
+      c.data = out.data() + i * rows * cols;
+      c.rows = std::ptrdiff_t(rows);
+      c.columns = std::ptrdiff_t(cols);
+      c.row_stride = std::ptrdiff_t(cols);
+      gemm<T>(c, matrix_of(a, rows, inner, i * rows * inner), matrix_of(b, inner, cols, rb == 3 ? i * inner * cols : 0),
+              T(1), T(0));
     };
     // A small product runs on one thread (core/parallel.hpp); a batch of them is shared out across
     // the threads instead, a whole product each, so the batch takes one parallel region.

@@ -3,6 +3,7 @@
 // reductions, values made of reductions alone, views of computed values, kernels.
 #include <utility>
 
+#include "../../core/gemm.hpp"
 #include "node_evaluators.hpp"
 
 namespace symflow::cpu {
@@ -95,10 +96,19 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
     auto& o = get<I>(operands);
     using C_I = std::remove_cvref_t<decltype(o)>;
     using V = typename C_I::value_type;
-    if constexpr (detail::reads_operand<typename Node::op_type, I>())
-      return materialize(o, ctx, Node::op_type::contiguous_operands).template view<C_I::rank>();
-    else
+    if constexpr (!detail::reads_operand<typename Node::op_type, I>()) {
       return tensor_view<const V, dyn_shape<C_I::rank>>(nullptr, o.extents);
+    } else if constexpr (C_I::rank == 2 && requires { Node::op_type::strided_matrix_operands; }) {
+      // A matrix the op reads row- or column-major where it lies (a transposed view); copied
+      // contiguous only when it is neither (a broadcast, a strided slice).
+      const leaf_eval<V> leaf = materialize(o, ctx, false);
+      strided_matrix<const V> layout;
+      if (matrix_layout<const V>(leaf.data, leaf.extents[0], leaf.extents[1], leaf.strides[0], leaf.strides[1], layout))
+        return leaf.template view<2>();
+      return materialize(o, ctx, true).template view<2>();
+    } else {
+      return materialize(o, ctx, Node::op_type::contiguous_operands).template view<C_I::rank>();
+    }
   }
   template <class Ctx>
   void compute_into(T* out, Ctx& ctx) {

@@ -6,9 +6,9 @@
 //
 // A header-only program instantiates it where it is used. A program compiled with
 // SYMFLOW_SEPARATE_COMPILATION (core/separate_compilation.hpp) declares the float and double
-// instances `extern` and gets them from the unit that compiles the runtime's op tables, so Eigen's
-// GEMM (its packing routines for both layouts) is compiled once instead of in every unit that
-// multiplies matrices.
+// instances `extern` and gets them from one unit of the library (cmake/library/gemm.cpp), so
+// Eigen's GEMM (its packing routines for both layouts) is compiled once instead of in every unit
+// that multiplies matrices.
 #include <cstddef>
 
 #include <Eigen/Core>
@@ -88,7 +88,7 @@ void gemm(const strided_matrix<T>& c, const strided_matrix<const T>& a, const st
 #define SYMFLOW_GEMM_INSTANCES(KEYWORD, T)                                                                  \
   KEYWORD template void gemm<T>(const strided_matrix<T>&, const strided_matrix<const T>&,                   \
                                 const strided_matrix<const T>&, T, T);
-#if SYMFLOW_LIBRARY_OP_TABLE_DECLARED_ONLY
+#if SYMFLOW_LIBRARY_GEMM_DECLARED_ONLY
 SYMFLOW_GEMM_INSTANCES(extern, float)
 SYMFLOW_GEMM_INSTANCES(extern, double)
 #elif defined(SYMFLOW_SEPARATE_COMPILATION)

@@ -9,8 +9,12 @@
 //
 // The scalars arrive in the parameter's dtype, rounded once per step: the same values the
 // per-shape rules fed.
+#include <cstddef>
 #include <type_traits>
 
+#include <Eigen/Core>
+
+#include "../core/parallel.hpp"
 #include "../core/separate_compilation.hpp"
 #include "../core/tensor.hpp"
 #include "../expr/leaves.hpp"
@@ -44,13 +48,27 @@ tensor<T, shape<>> scalar_of(T v) {
   return tensor<T, shape<>>(v);
 }
 
-// w <- w - lr g
+// w <- w + (-lr) g, rounded once per element: a fused multiply-add where the machine has one
+// (Eigen's pmadd), as PyTorch's add_(g, alpha=-lr) computes it and as the GEMM rounds when
+// nn::trainer adds -lr times a weight's gradient into the weight inside the gradient's product
+// (eval/cpu/accumulate.hpp): the two give the same bits.
 template <class T>
 void sgd_update(flat_view<T> w, flat_view<const T> g, T learning_rate) {
-  const flat_update_leaves<T> in;
-  const auto lr = placeholder<"learning_rate", T, shape<>>();
-  fused_update(std::tie(w), in.parameter - lr * in.gradient, in.parameter = w, in.gradient = g,
-               lr = scalar_of(learning_rate));
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::size_t lanes = std::size_t(ei::unpacket_traits<P>::size);
+  const T scale = -learning_rate;
+  const P scales = ei::pset1<P>(scale);
+  T* wd = w.data();
+  const T* gd = g.data();
+  cpu::parallel_ranges(w.size(), lanes, [&](int, std::size_t begin, std::size_t end) {
+    std::size_t i = begin;
+    for (; i + lanes <= end; i += lanes)
+      ei::pstoreu(wd + i, ei::pmadd(scales, ei::ploadu<P>(gd + i), ei::ploadu<P>(wd + i)));
+    // The tail as Eigen's GEMM writes its scalar tail, so that the compiler contracts both or
+    // neither (cmake/library/gemm.cpp compiles the GEMM with the same -ffp-contract as this).
+    for (; i < end; ++i) wd[i] = scale * gd[i] + wd[i];
+  });
 }
 
 // v <- mu v + g;  w <- w - lr v

@@ -176,6 +176,27 @@ struct matmul_op {
       return out;
     }
   };
+  // out = alpha a b + beta out, for matrices (rank 2 by rank 2): what lets an evaluation add a
+  // product into memory that holds a value (eval/cpu/accumulate.hpp: SGD adds -lr x^T g into the
+  // weight in the GEMM, without storing the gradient).
+  template <class... Operands>
+  static constexpr bool accumulates = sizeof...(Operands) == 2 && ((Operands::rank == 2) && ...);
+  template <class T, class Out, class A, class B>
+  static void run_cpu_scaled(const Out& out, T alpha, T beta, const A& a, const B& b) {
+    static_assert(A::rank == 2 && B::rank == 2, "matmul::run_cpu_scaled multiplies matrices");
+    const auto matrix_of = [](const auto& v) {
+      strided_matrix<const T> m;
+      if (!matrix_layout<const T>(v.data(), v.extent(0), v.extent(1), v.strides()[0], v.strides()[1], m))
+        throw value_error("matmul: an operand's layout is neither row- nor column-major");
+      return m;
+    };
+    if (!out.is_contiguous()) throw value_error("matmul: the result must be a contiguous matrix");
+    const strided_matrix<T> c{out.data(), std::ptrdiff_t(out.extent(0)), std::ptrdiff_t(out.extent(1)),
+                              std::ptrdiff_t(out.extent(1)), 1};
+    const cpu::serial_scope serial(double(a.extent(0)) * double(a.extent(1)) * double(b.extent(1)) <
+                                   cpu::serial_product_work);
+    gemm<T>(c, matrix_of(a), matrix_of(b), alpha, beta);
+  }
   template <class T, class Out, class A, class B>
   static void run_cpu(const Out& out, const A& a, const B& b) {
     constexpr std::size_t ra = A::rank, rb = B::rank;

@@ -14,8 +14,9 @@ using const_map = Eigen::Map<const matrix>;
 using row_vector = Eigen::Map<Eigen::RowVectorXf>;
 }  // namespace
 
-parameters::parameters()
-    : W1(std::size_t(inputs) * hidden), b1(hidden), W2(std::size_t(hidden) * classes), b2(classes) {}
+parameters::parameters(int hidden_units)
+    : hidden(hidden_units), W1(std::size_t(inputs) * hidden), b1(hidden), W2(std::size_t(hidden) * classes),
+      b2(classes) {}
 
 void parameters::init(std::uint64_t seed) {
   std::mt19937_64 engine(seed);
@@ -26,13 +27,13 @@ void parameters::init(std::uint64_t seed) {
   std::fill(b2.begin(), b2.end(), 0.01f);
 }
 
-trainer::trainer(int batch)
-    : batch_(batch), h_(std::size_t(batch) * hidden), logits_(std::size_t(batch) * classes),
+trainer::trainer(int batch, int hidden)
+    : batch_(batch), hidden_(hidden), h_(std::size_t(batch) * hidden), logits_(std::size_t(batch) * classes),
       dlogits_(std::size_t(batch) * classes), dh_(std::size_t(batch) * hidden), dW1_(std::size_t(inputs) * hidden),
       db1_(hidden), dW2_(std::size_t(hidden) * classes), db2_(classes) {}
 
 float trainer::sgd_step(parameters& p, const float* x_data, const std::int32_t* y, float lr, bool accumulate) {
-  const int n = batch_;
+  const int n = batch_, hidden = hidden_;
   const_map x(x_data, n, inputs);
   map W1(p.W1.data(), inputs, hidden), W2(p.W2.data(), hidden, classes);
   map h(h_.data(), n, hidden), logits(logits_.data(), n, classes), dlogits(dlogits_.data(), n, classes),
@@ -87,7 +88,7 @@ float trainer::sgd_step(parameters& p, const float* x_data, const std::int32_t* 
   return float(loss / n);
 }
 
-void gemms_only(int n, const float* x_data, const parameters& p, std::vector<float>& h_data,
+void gemms_only(int n, int hidden, const float* x_data, const parameters& p, std::vector<float>& h_data,
                 std::vector<float>& logits_data, std::vector<float>& dW1_data, std::vector<float>& dW2_data) {
   const_map x(x_data, n, inputs), W1(p.W1.data(), inputs, hidden), W2(p.W2.data(), hidden, classes);
   map h(h_data.data(), n, hidden), logits(logits_data.data(), n, classes), dW1(dW1_data.data(), inputs, hidden),

@@ -62,7 +62,7 @@ std::vector<double> values(const params& p, const std::string& name) {
 
 TEST(NnTrainer, SgdStepIsTheClosedFormGradientStep) {
   regression m;
-  nn::trainer train(m.loss(), nn::parameters(m.layer), sgd({.learning_rate = 0.1}), {.seed = 5});
+  nn::trainer train(m.loss(), nn::parameters(m.layer), sgd({.learning_rate = 0.1}), {.seed = 5, .keep_gradients = true});
   const params before = train.model();
   std::vector<double> dW, db;
   m.closed_form(before, dW, db);
@@ -77,6 +77,63 @@ TEST(NnTrainer, SgdStepIsTheClosedFormGradientStep) {
   for (double g : db) norm += g * g;
   EXPECT_NEAR(train.last_gradient_norm(), std::sqrt(norm), 1e-12);
   EXPECT_EQ(train.step_count(), 1u);
+}
+
+// SGD adds a dense layer's weight gradient into the weight inside the gradient's GEMM unless the
+// gradients are kept: the same parameters, bit for bit after every step (the GEMM's accumulator is
+// the gradient either way, and w + (-lr) g rounds as the SGD rule rounds it), float and double,
+// odd extents (packet tails), a -0 input.
+template <class T>
+struct two_layer {
+  static constexpr std::size_t inputs = 37, hidden = 23, classes = 5, batch = 31;
+  placeholder<"x", T, shape<dyn, inputs>> x;
+  placeholder<"y", std::int32_t, shape<dyn>> y;
+  nn::dense<"hidden", inputs, hidden, T> first;
+  nn::dense<"out", hidden, classes, T> second;
+  auto loss() const { return mean(softmax_cross_entropy(second(relu(first(x))), y)); }
+};
+
+template <class T>
+void expect_folded_sgd_equals_kept() {
+  two_layer<T> m;
+  tensor<T, shape<dyn, two_layer<T>::inputs>> xv(extents_t<2>{two_layer<T>::batch, two_layer<T>::inputs}, uninitialized);
+  tensor<std::int32_t, shape<dyn>> yv(extents_t<1>{two_layer<T>::batch}, uninitialized);
+  std::mt19937 rng(9);
+  std::normal_distribution<double> n(0, 1);
+  for (auto& v : xv) v = T(n(rng));
+  for (auto& v : yv) v = std::int32_t(rng() % two_layer<T>::classes);
+  xv.data()[7] = T(-0.0);
+  const auto parameters = nn::parameters(m.first, m.second);
+  nn::trainer folded(m.loss(), parameters, sgd({.learning_rate = 0.05}), {.seed = 3});
+  nn::trainer kept(m.loss(), parameters, sgd({.learning_rate = 0.05}), {.seed = 3, .keep_gradients = true});
+  for (int step = 0; step < 4; ++step) {
+    const double a = folded.step(m.x = xv, m.y = yv), b = kept.step(m.x = xv, m.y = yv);
+    EXPECT_EQ(a, b) << "loss at step " << step;
+    for (const char* name : {"hidden/W", "hidden/b", "out/W", "out/b"}) {
+      const auto& fa = folded.model().at(name);
+      const auto& ka = kept.model().at(name);
+      const T* f = reinterpret_cast<const T*>(fa.bytes.data());
+      const T* q = reinterpret_cast<const T*>(ka.bytes.data());
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < fa.bytes.size() / sizeof(T); ++i) differ += std::memcmp(f + i, q + i, sizeof(T)) != 0;
+      EXPECT_EQ(differ, 0u) << name << " after step " << step;
+    }
+  }
+  EXPECT_EQ(folded.step_count(), 4u);
+  // The folded trainer kept no weight gradients, and says how to get them.
+  EXPECT_THROW((void)folded.gradients(), value_error);
+  try {
+    (void)folded.last_gradient_norm();
+    ADD_FAILURE() << "last_gradient_norm after a folded step";
+  } catch (const value_error& e) {
+    EXPECT_NE(std::string(e.what()).find("keep_gradients"), std::string::npos) << e.what();
+  }
+  EXPECT_GT(kept.last_gradient_norm(), 0);
+}
+
+TEST(NnTrainer, SgdAddsWeightGradientsInTheirProductsBitForBit) {
+  expect_folded_sgd_equals_kept<float>();
+  expect_folded_sgd_equals_kept<double>();
 }
 
 TEST(NnTrainer, ClipsGradientsTogetherToTheGlobalNorm) {

@@ -17,6 +17,7 @@
 // The model (parameter values) and the optimiser's state are two params stores: save them with
 // save_checkpoint (train/checkpoint.hpp) and give them back with restore().
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -30,6 +31,7 @@
 #include "../core/plain_tuple.hpp"
 #include "../core/tensor.hpp"
 #include "../data/shuffle.hpp"
+#include "../eval/cpu/accumulate.hpp"
 #include "../eval/cpu/eval.hpp"
 #include "../symbolic/gradient.hpp"
 #include "../train/optimizers.hpp"
@@ -41,6 +43,11 @@ namespace symflow::nn {
 struct trainer_options {
   std::uint64_t seed = 42;        // the parameters' first values and the per-step seeds
   double clip_global_norm = 0;    // > 0: gradients scaled down together when their joint L2 norm exceeds it
+  // With an optimiser whose update is linear in the gradient (sgd), a weight whose gradient is a
+  // matrix product gets -lr times that product added in the product's GEMM, and the gradient is
+  // never stored (a weight gradient is written once and read once less per step). gradients() and
+  // last_gradient_norm() then cover no such step; keep_gradients = true stores every gradient.
+  bool keep_gradients = false;
 };
 
 namespace detail {
@@ -107,8 +114,16 @@ class trainer {
     // costly adjoint (a scan's backpropagation through time) runs its backward pass once, not once
     // per variable; and where the gradients come from a runtime program, the loss is that program's
     // output, so the model is neither run forward twice nor compiled as a typed forward pass.
-    const auto loss_and_gradients =
-        std::apply([&](const auto&... v) { return value_and_grad(loss, v...); }, variables_);
+    const auto& loss_and_gradients = loss_and_gradients_at(loss);
+    if constexpr (folded_indices().size() > 0) {
+      if (fold_updates_now()) {
+        step_folded(outputs, args, updates, new_values, value, loss_and_gradients, std::make_index_sequence<k>{},
+                    std::make_index_sequence<sizeof...(Args) - k>{},
+                    std::make_index_sequence<std::tuple_size_v<decltype(updates)>>{}, folded_indices(), kept_indices());
+        return double(value[0]);
+      }
+    }
+    gradients_kept_ = true;
     [&]<std::size_t... E, std::size_t... F, std::size_t... U>(std::index_sequence<E...>, std::index_sequence<F...>,
                                                                 std::index_sequence<U...>) {
       std::apply(
@@ -149,11 +164,15 @@ class trainer {
   double learning_rate() const { return optimizer_.learning_rate(state_); }
   // The joint L2 norm of the last step's gradients, before clipping (NaN or inf when one was).
   double last_gradient_norm() const {
+    require_kept_gradients("last_gradient_norm");
     if (!gradient_norm_) gradient_norm_ = global_norm();  // the gradients are as the step left them
     return *gradient_norm_;
   }
   // The gradients of the last step, after clipping, in the order of variables().
-  const gradients_type& gradients() const { return gradients_; }
+  const gradients_type& gradients() const {
+    require_kept_gradients("gradients");
+    return gradients_;
+  }
 
   // Continues from saved parameter values and optimiser state (both checked against the variables).
   void restore(params model, params state) {
@@ -168,6 +187,107 @@ class trainer {
     if constexpr (expression<Loss> || is_loss_with_updates_v<Loss>) return loss_;
     else return loss_(epoch_seed(options_.seed ^ 0xD1B54A32D192ED03ull, step));
   }
+  // The loss and gradients as expressions. A fixed objective's are built once: building them (the
+  // derivative rules, simplification, the operand blocks) cost more than the evaluation of a small
+  // model's step (about 60 of 130 microseconds for the examples' MLP at batch 1). A loss made per
+  // step (a new dropout seed) gets new ones each step.
+  static auto value_and_gradients(const auto& loss, const variables_type& variables) {
+    return std::apply([&](const auto&... v) { return value_and_grad(loss, v...); }, variables);
+  }
+  static constexpr bool fixed_objective = expression<Loss> || is_loss_with_updates_v<Loss>;
+  template <class L>
+  decltype(auto) loss_and_gradients_at(const L& loss) {
+    if constexpr (fixed_objective) {
+      if (!cached_gradients_) cached_gradients_.emplace(value_and_gradients(loss, variables_));
+      return static_cast<const cached_gradients_type&>(*cached_gradients_);
+    } else {
+      return value_and_gradients(loss, variables_);
+    }
+  }
+  struct no_cache {};
+  static auto cached_type_of() {
+    if constexpr (fixed_objective)
+      return std::type_identity<decltype(value_and_gradients(loss_of_objective(std::declval<const Loss&>()),
+                                                             std::declval<const variables_type&>()))>{};
+    else
+      return std::type_identity<no_cache>{};
+  }
+  using cached_gradients_type = typename decltype(cached_type_of())::type;
+
+  // ---- Updates folded into the gradients' products (trainer_options::keep_gradients) ----------
+  static constexpr std::size_t variable_count = std::tuple_size_v<variables_type>;
+  static constexpr bool linear_optimizer = requires(const Optimizer& o, const params& s) { o.gradient_scale(s); };
+  // Which variables' gradients are products that add into memory (a dense layer's weight).
+  static constexpr std::array<bool, variable_count> folded_flags = [] {
+    std::array<bool, variable_count> flags{};
+    if constexpr (fixed_objective && linear_optimizer) {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((flags[I] = cpu::accumulates_in_place_v<std::remove_cvref_t<std::tuple_element_t<I + 1, cached_gradients_type>>>),
+         ...);
+      }(std::make_index_sequence<variable_count>{});
+    }
+    return flags;
+  }();
+  template <bool Folded>
+  static constexpr auto indices_where() {
+    constexpr std::size_t count = [] {
+      std::size_t c = 0;
+      for (bool f : folded_flags) c += f == Folded;
+      return c;
+    }();
+    constexpr auto picked = [] {
+      std::array<std::size_t, count> a{};
+      std::size_t c = 0;
+      for (std::size_t i = 0; i < variable_count; ++i)
+        if (folded_flags[i] == Folded) a[c++] = i;
+      return a;
+    }();
+    return [&]<std::size_t... J>(std::index_sequence<J...>) { return std::index_sequence<picked[J]...>{}; }(
+        std::make_index_sequence<count>{});
+  }
+  static constexpr auto folded_indices() { return indices_where<true>(); }
+  static constexpr auto kept_indices() { return indices_where<false>(); }
+  bool fold_updates_now() const {
+    return !options_.keep_gradients && options_.clip_global_norm == 0 && !check_numerics_enabled();
+  }
+  void require_kept_gradients(const char* what) const {
+    if (!gradients_kept_)
+      throw value_error(std::string("nn::trainer::") + what +
+                        ": the last step added the weight gradients into the weights without storing them; construct "
+                        "the trainer with trainer_options{.keep_gradients = true} to read gradients");
+  }
+  template <std::size_t I>
+  auto stored_view() {
+    using V = std::tuple_element_t<I, variables_type>;
+    return model_.template view<typename V::value_type, typename V::shape_type>(std::string(V::name.view()));
+  }
+  // One step whose folded variables get gradient_scale * gradient added in their products, and whose
+  // other variables get the optimiser's step.
+  template <class Outputs, class Args, class Updates, class NewValues, class Value, class LG, std::size_t... E,
+            std::size_t... F, std::size_t... U, std::size_t... Folded, std::size_t... Kept>
+  void step_folded(Outputs& outputs, const Args& args, const Updates& updates, NewValues& new_values, Value& value,
+                   const LG& lg, std::index_sequence<E...>, std::index_sequence<F...>, std::index_sequence<U...>,
+                   std::index_sequence<Folded...>, std::index_sequence<Kept...>) {
+    constexpr std::size_t k = sizeof...(E);
+    const double scale = optimizer_.gradient_scale(state_);
+    const auto accumulations = std::tuple{
+        accumulated_output<decltype(stored_view<Folded>()), const std::tuple_element_t<Folded + 1, LG>&>{
+            stored_view<Folded>(), static_cast<typename std::tuple_element_t<Folded, variables_type>::value_type>(scale),
+            std::get<Folded + 1>(lg)}...};
+    eval_accumulating(std::tie(value, std::get<E>(outputs)..., std::get<Kept>(gradients_)..., std::get<U>(new_values)...),
+                      std::tuple<const std::remove_cvref_t<decltype(std::get<0>(lg))>&,
+                                 const std::remove_cvref_t<decltype(symflow::get<E>(args))>&...,
+                                 const std::tuple_element_t<Kept + 1, LG>&...,
+                                 const std::remove_cvref_t<decltype(std::get<U>(updates).value)>&...>(
+                          std::get<0>(lg), symflow::get<E>(args)..., std::get<Kept + 1>(lg)..., std::get<U>(updates).value...),
+                      accumulations, symflow::get<k + F>(args)..., model_);
+    gradients_kept_ = false;
+    gradient_norm_.reset();
+    optimizer_.step(model_, state_, std::tie(std::get<Kept>(variables_)...), std::tie(std::get<Kept>(gradients_)...));
+    std::apply([&](const auto&... u) { std::apply([&](const auto&... t) { (store_update(u, t), ...); }, new_values); },
+               updates);
+  }
+
   void check_options() const {
     if (!(options_.clip_global_norm >= 0) || !std::isfinite(options_.clip_global_norm))
       throw value_error("nn::trainer: clip_global_norm must be finite and >= 0 (0: no clipping), got " +
@@ -229,6 +349,8 @@ class trainer {
   params model_, state_;
   gradients_type gradients_;
   mutable std::optional<double> gradient_norm_ = 0.0;
+  bool gradients_kept_ = true;
+  std::optional<cached_gradients_type> cached_gradients_;
 };
 
 }  // namespace symflow::nn

@@ -153,6 +153,11 @@ class sgd {
   }
 
   double learning_rate(const params& state) const { return options_.learning_rate(optimizer_step(state)); }
+  // The update is w + c g with c = -lr, linear in the gradient: nn::trainer adds a weight's
+  // gradient into the weight as the gradient's matrix product computes it (eval/cpu/accumulate.hpp)
+  // instead of storing it first. This is c for the next step; that step then updates the other
+  // parameters with step().
+  double gradient_scale(const params& state) const { return -learning_rate(state); }
 
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {

@@ -160,12 +160,14 @@ void max_forward(const geometry& g, const T* x, T* y) {
   const std::size_t C = g.channels, row = row_step(g), col = column_step(g);
   conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
     for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t, std::size_t) {
-      std::copy_n(x + in, C, y + out);
+      // A select rather than a conditional store, on pointers that do not alias: vectorised across
+      // the channels (the conditional store over y was a scalar loop, 7% of a CNN's step).
+      T* __restrict top = y + out;
+      std::copy_n(x + in, C, top);
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t q = 0; q < cols; ++q) {
-          const T* v = x + in + r * row + q * col;
-          for (std::size_t c = 0; c < C; ++c)
-            if (v[c] > y[out + c]) y[out + c] = v[c];
+          const T* __restrict v = x + in + r * row + q * col;
+          for (std::size_t c = 0; c < C; ++c) top[c] = v[c] > top[c] ? v[c] : top[c];
         }
     });
   });
@@ -182,11 +184,17 @@ void for_each_window_maximum(const geometry& g, const T* x, std::size_t n, F&& f
   for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t, std::size_t) {
     std::copy_n(x + in, C, top.begin());
     std::fill(best.begin(), best.end(), in);
+    T* __restrict running = top.data();
+    std::size_t* __restrict where = best.data();
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t q = 0; q < cols; ++q) {
         const std::size_t at = in + r * row + q * col;
-        for (std::size_t c = 0; c < C; ++c)
-          if (x[at + c] > top[c]) top[c] = x[at + c], best[c] = at;
+        const T* __restrict v = x + at;
+        for (std::size_t c = 0; c < C; ++c) {
+          const bool greater = v[c] > running[c];
+          running[c] = greater ? v[c] : running[c];
+          where[c] = greater ? at : where[c];
+        }
       }
     f(out, best);
   });

@@ -288,4 +288,29 @@ TEST(RowBlocks, BlockedWhereTheRowsAreIndependent) {
   EXPECT_EQ(blocked(softmax(x) - mean(x, axes<0>, keepdims), v), 1u);  // that one computed whole first
 }
 
+// A root reduction whose result rows are not its operand's rows (column sums: a bias gradient) is
+// one pass: blocks of its result would read the operand two columns out of every C, strided.
+TEST(RowBlocks, ColumnSumsAreOnePassAndMatchFloat64) {
+  const auto x = placeholder<"x", float, shape<dyn, 28, 28, 32>>();
+  tensor<float, shape<dyn, 28, 28, 32>> v(extents_t<4>{9, 28, 28, 32}, uninitialized);
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (auto& e : v) e = d(rng);
+  v.data()[5] = -0.0f;
+  v.data()[6 * 32 + 7] = std::numeric_limits<float>::infinity();  // column 7 sums to +inf
+  cpu::counters().reset();
+  const auto sums = eval(sum(x, axes<0, 1, 2>), x = v);
+  EXPECT_EQ(cpu::counters().row_blocked.load(), 0u);
+  EXPECT_EQ(cpu::counters().reductions.load(), 1u);
+  const auto c_sums = eval(sum(x * 1.0f, axes<0, 1, 2>), x = v);  // the same through a fused operand
+  for (std::size_t c = 0; c < 32; ++c) {
+    double want = 0;
+    for (std::size_t k = c; k < v.size(); k += 32) want += double(v.data()[k]);
+    if (std::isinf(want)) EXPECT_EQ(double(sums.data()[c]), want) << c;
+    else EXPECT_NEAR(double(sums.data()[c]), want, 1e-3) << c;
+    if (std::isinf(want)) EXPECT_EQ(double(c_sums.data()[c]), want) << c;
+    else EXPECT_NEAR(double(c_sums.data()[c]), want, 1e-3) << c;
+  }
+}
+
 }  // namespace

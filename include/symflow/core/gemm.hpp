@@ -10,6 +10,8 @@
 // Eigen's GEMM (its packing routines for both layouts) is compiled once instead of in every unit
 // that multiplies matrices.
 #include <cstddef>
+#include <type_traits>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -56,6 +58,28 @@ bool matrix_layout(T* data, std::size_t rows, std::size_t columns, std::size_t r
   return false;
 }
 
+// Which layouts the product reads as they lie. A program compiled with separate compilation gets
+// Eigen's GEMM for all four pairs of row- and column-major operands, compiled once in the library.
+// A header-only program instantiates it in each unit that multiplies matrices, where the four pairs
+// cost about 6 s of g++ more than one: there a column-major operand is copied row-major first (the
+// same products, bit for bit).
+#if defined(SYMFLOW_SEPARATE_COMPILATION)
+inline constexpr bool gemm_reads_every_layout = true;
+#else
+inline constexpr bool gemm_reads_every_layout = false;
+#endif
+
+namespace detail {
+template <class T>
+strided_matrix<const T> row_major_copy(const strided_matrix<const T>& m, std::vector<std::remove_const_t<T>>& copy) {
+  if (m.row_major()) return m;
+  copy.resize(std::size_t(m.rows) * std::size_t(m.columns));
+  for (std::ptrdiff_t i = 0; i < m.rows; ++i)
+    for (std::ptrdiff_t j = 0; j < m.columns; ++j) copy[std::size_t(i * m.columns + j)] = m.data[i + j * m.column_stride];
+  return {copy.data(), m.rows, m.columns, m.columns, 1};
+}
+}  // namespace detail
+
 // c = alpha a b + beta c, c row-major; beta == 0 writes c without reading it. The caller checks
 // the extents (a.columns == b.rows, c is a.rows x b.columns).
 template <class T>
@@ -73,16 +97,23 @@ void gemm(const strided_matrix<T>& c, const strided_matrix<const T>& a, const st
       mc.noalias() += (alpha * ma) * mb;
     }
   };
-  auto with_b = [&](const auto& ma) {
-    if (b.row_major())
-      with(ma, Eigen::Map<const row_major, 0, stride>(b.data, b.rows, b.columns, stride(b.outer_stride())));
+  if constexpr (gemm_reads_every_layout) {
+    auto with_b = [&](const auto& ma) {
+      if (b.row_major())
+        with(ma, Eigen::Map<const row_major, 0, stride>(b.data, b.rows, b.columns, stride(b.outer_stride())));
+      else
+        with(ma, Eigen::Map<const column_major, 0, stride>(b.data, b.rows, b.columns, stride(b.outer_stride())));
+    };
+    if (a.row_major())
+      with_b(Eigen::Map<const row_major, 0, stride>(a.data, a.rows, a.columns, stride(a.outer_stride())));
     else
-      with(ma, Eigen::Map<const column_major, 0, stride>(b.data, b.rows, b.columns, stride(b.outer_stride())));
-  };
-  if (a.row_major())
-    with_b(Eigen::Map<const row_major, 0, stride>(a.data, a.rows, a.columns, stride(a.outer_stride())));
-  else
-    with_b(Eigen::Map<const column_major, 0, stride>(a.data, a.rows, a.columns, stride(a.outer_stride())));
+      with_b(Eigen::Map<const column_major, 0, stride>(a.data, a.rows, a.columns, stride(a.outer_stride())));
+  } else {
+    std::vector<T> a_rows, b_rows;
+    const auto ra = detail::row_major_copy(a, a_rows), rb = detail::row_major_copy(b, b_rows);
+    with(Eigen::Map<const row_major, 0, stride>(ra.data, ra.rows, ra.columns, stride(ra.outer_stride())),
+         Eigen::Map<const row_major, 0, stride>(rb.data, rb.rows, rb.columns, stride(rb.outer_stride())));
+  }
 }
 
 #define SYMFLOW_GEMM_INSTANCES(KEYWORD, T)                                                                  \

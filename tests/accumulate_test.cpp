@@ -2,7 +2,7 @@
 // in one evaluation, against float64 references computed from the values before any target
 // changed: a matrix product added inside its GEMM, an elementwise value added from scratch, an
 // operand that lies in a target (read from a copy), ordinary outputs that read a target, extents
-// that do not fit.
+// that do not fit, a kernel that cannot add into memory.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -100,6 +100,28 @@ TEST(EvalAccumulating, AnOperandLyingInATargetIsReadBeforeItChanges) {
       EXPECT_NEAR(av.data()[i * n + j], a0[i * n + j] + 0.25 * bta, 1e-12) << i << "," << j;
       EXPECT_NEAR(bv.data()[i * n + j], b0[i * n + j] - abt, 1e-12) << i << "," << j;
     }
+}
+
+TEST(EvalAccumulating, AKernelThatDoesNotAccumulateIsComputedAsideAndAdded) {
+  // A batched product: a kernel, but not one that adds into memory (rank 3).
+  const auto a = placeholder<"a", double, shape<2, 3, 5>>();
+  const auto b = placeholder<"b", double, shape<2, 5, 4>>();
+  const auto av = random_values<shape<2, 3, 5>>({2, 3, 5}, 8);
+  const auto bv = random_values<shape<2, 5, 4>>({2, 5, 4}, 9);
+  tensor<double, shape<2, 3, 4>> target = random_values<shape<2, 3, 4>>({2, 3, 4}, 10);
+  const std::vector<double> before(target.data(), target.data() + target.size());
+  eval_accumulating(std::tuple<>{}, std::tuple<>{},
+                    std::tuple{accumulated_output{tensor_view<double, shape<2, 3, 4>>(target.data(), target.extents()), 3.0,
+                                                  matmul(a, b)}},
+                    a = av, b = bv);
+  for (std::size_t n = 0; n < 2; ++n)
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t j = 0; j < 4; ++j) {
+        double product = 0;
+        for (std::size_t k = 0; k < 5; ++k) product += av.data()[(n * 3 + i) * 5 + k] * bv.data()[(n * 5 + k) * 4 + j];
+        const std::size_t at = (n * 3 + i) * 4 + j;
+        EXPECT_NEAR(target.data()[at], before[at] + 3.0 * product, 1e-12) << n << "," << i << "," << j;
+      }
 }
 
 TEST(EvalAccumulating, ATargetOfOtherExtentsIsRefusedBeforeAnythingChanges) {

@@ -49,10 +49,11 @@ inline constexpr bool accumulates_in_place_v<kernel_node<Op, A...>> = [] {
 }();
 
 namespace detail {
+// Whether an evaluator adds its value into memory itself: a kernel whose op accumulates.
 template <class Ev>
-inline constexpr bool is_kernel_eval_v = false;
+inline constexpr bool adds_in_place_v = false;
 template <class Node, class... C>
-inline constexpr bool is_kernel_eval_v<kernel_eval<Node, C...>> = true;
+inline constexpr bool adds_in_place_v<kernel_eval<Node, C...>> = accumulates_in_place_v<Node>;
 
 // Whether a strided view's elements and a contiguous range share memory.
 template <class V, class T>
@@ -147,7 +148,7 @@ void eval_accumulating(std::tuple<Out&...> outs, const std::tuple<E...>& express
           auto& p = std::get<A>(prepared);
           using Ev = std::remove_cvref_t<decltype(ev)>;
           using T = typename Ev::value_type;
-          if constexpr (cpu::detail::is_kernel_eval_v<Ev> && cpu::accumulates_in_place_v<std::remove_cvref_t<decltype(*ev.node)>>) {
+          if constexpr (cpu::detail::adds_in_place_v<Ev>) {
             [&]<std::size_t... I>(std::index_sequence<I...>) {
               p.operands = std::tuple{ev.template operand_view<I>(ctx)...};
             }(std::make_index_sequence<std::tuple_size_v<decltype(p.operands)>>{});
@@ -162,7 +163,7 @@ void eval_accumulating(std::tuple<Out&...> outs, const std::tuple<E...>& express
     (
         [&] {
           auto& p = std::get<A>(prepared);
-          if constexpr (requires { p.operands; }) {
+          if constexpr (cpu::detail::adds_in_place_v<std::remove_cvref_t<decltype(get<A>(acc_evs))>>) {
             std::apply([&](auto&... operand) { (cpu::detail::copy_if_written(operand, accumulations, ctx), ...); },
                        p.operands);
           }
@@ -188,7 +189,7 @@ void eval_accumulating(std::tuple<Out&...> outs, const std::tuple<E...>& express
             T* target = acc.target.data();
             const std::size_t n = acc.target.size();
             for (std::size_t i = 0; i < n; ++i) target[i] += acc.alpha * p.computed[i];
-          } else if constexpr (requires { p.operands; }) {
+          } else if constexpr (cpu::detail::adds_in_place_v<std::remove_cvref_t<decltype(ev)>>) {
             using R = std::remove_cvref_t<decltype(ev)>;
             std::apply(
                 [&](const auto&... operand) {

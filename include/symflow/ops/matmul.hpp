@@ -176,6 +176,16 @@ struct matmul_op {
       return out;
     }
   };
+  // An operand as the GEMM reads it: a rank-2 view as it lies (a transposed view, see
+  // strided_matrix_operands), one r x c matrix of a contiguous batch at `offset` otherwise.
+  template <class T, class V>
+  static strided_matrix<const T> operand_matrix(const V& v, std::size_t r, std::size_t c, std::size_t offset) {
+    strided_matrix<const T> m;
+    if (!matrix_layout<const T>(v.data() + offset, r, c, V::rank == 2 ? v.strides()[0] : c,
+                                V::rank == 2 ? v.strides()[1] : 1, m))
+      throw value_error("matmul: an operand's layout is neither row- nor column-major");  // operand_view prevents it
+    return m;
+  }
   // out = alpha a b + beta out, for matrices (rank 2 by rank 2): what lets an evaluation add a
   // product into memory that holds a value (eval/cpu/accumulate.hpp: SGD adds -lr x^T g into the
   // weight in the GEMM, without storing the gradient).
@@ -184,18 +194,13 @@ struct matmul_op {
   template <class T, class Out, class A, class B>
   static void run_cpu_scaled(const Out& out, T alpha, T beta, const A& a, const B& b) {
     static_assert(A::rank == 2 && B::rank == 2, "matmul::run_cpu_scaled multiplies matrices");
-    const auto matrix_of = [](const auto& v) {
-      strided_matrix<const T> m;
-      if (!matrix_layout<const T>(v.data(), v.extent(0), v.extent(1), v.strides()[0], v.strides()[1], m))
-        throw value_error("matmul: an operand's layout is neither row- nor column-major");
-      return m;
-    };
     if (!out.is_contiguous()) throw value_error("matmul: the result must be a contiguous matrix");
     const strided_matrix<T> c{out.data(), std::ptrdiff_t(out.extent(0)), std::ptrdiff_t(out.extent(1)),
                               std::ptrdiff_t(out.extent(1)), 1};
     const cpu::serial_scope serial(double(a.extent(0)) * double(a.extent(1)) * double(b.extent(1)) <
                                    cpu::serial_product_work);
-    gemm<T>(c, matrix_of(a), matrix_of(b), alpha, beta);
+    gemm<T>(c, operand_matrix<T>(a, a.extent(0), a.extent(1), 0), operand_matrix<T>(b, b.extent(0), b.extent(1), 0),
+            alpha, beta);
   }
   template <class T, class Out, class A, class B>
   static void run_cpu(const Out& out, const A& a, const B& b) {
@@ -205,22 +210,14 @@ struct matmul_op {
     const auto rows = std::size_t(a.extent(ra - 2) * (folded ? a.extent(0) : 1)), inner = std::size_t(a.extent(ra - 1)),
                cols = std::size_t(b.extent(rb - 1));
     const std::size_t batches = ra == 3 && !folded ? a.extent(0) : 1;
-    // Rank-2 operands may be transposed views (strided_matrix_operands below); batched ones are
-    // contiguous.
-    const auto matrix_of = [](const auto& v, std::size_t r, std::size_t c, std::size_t offset) {
-      strided_matrix<const T> m;
-      constexpr std::size_t R = std::remove_cvref_t<decltype(v)>::rank;
-      if (!matrix_layout<const T>(v.data() + offset, r, c, R == 2 ? v.strides()[0] : c, R == 2 ? v.strides()[1] : 1, m))
-        throw value_error("matmul: an operand's layout is neither row- nor column-major");  // operand_view prevents it
-      return m;
-    };
     const auto product = [&](std::size_t i) {
       strided_matrix<T> c;
       c.data = out.data() + i * rows * cols;
       c.rows = std::ptrdiff_t(rows);
       c.columns = std::ptrdiff_t(cols);
       c.row_stride = std::ptrdiff_t(cols);
-      gemm<T>(c, matrix_of(a, rows, inner, i * rows * inner), matrix_of(b, inner, cols, rb == 3 ? i * inner * cols : 0),
+      gemm<T>(c, operand_matrix<T>(a, rows, inner, i * rows * inner),
+              operand_matrix<T>(b, inner, cols, rb == 3 ? i * inner * cols : 0),
               T(1), T(0));
     };
     // A small product runs on one thread (core/parallel.hpp); a batch of them is shared out across

@@ -1,8 +1,14 @@
 // CNN ops forward: conv2d (incl. dilation and groups) and max/avg pooling against direct float64
-// loops written here, conv2d's shape errors, the max-pool adjoint's tie rule, and softmax cross-entropy against a stable float64
+// loops written here, conv2d's two adjoint ops on batches that spread over threads (against the
+// definition in float64, and bitwise the same on one thread as on two), conv2d's shape errors, the max-pool adjoint's tie rule, and softmax cross-entropy against a stable float64
 // reference and its label check. (Gradients: cnn_gradients_test; dropout and the graph value:
 // cnn_dropout_graph_test.)
 #include "cnn_support.hpp"
+
+#include <cstring>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 TEST(Conv2D, ForwardMatchesDirectLoopForStridesAndPaddings) {
   const std::vector<conv_case> cases{{2, 7, 6, 3, 3, 3, 4}, {1, 5, 5, 1, 5, 5, 2}, {3, 8, 9, 2, 2, 3, 5},
@@ -21,6 +27,81 @@ TEST(Conv2D, ForwardMatchesDirectLoopForStridesAndPaddings) {
   // Sums of up to 800 float products: a few 1e-6 of relative rounding.
   check_conv_forward<1, padding::same, float>({3, 28, 28, 1, 5, 5, 32}, 7, 1e-4);
   check_conv_forward<1, padding::same, float>({2, 14, 14, 32, 5, 5, 64}, 8, 1e-4);
+}
+
+namespace {
+// conv2d's adjoints by their definition: every product x * w of the forward sum sent back, times
+// the output's adjoint g, to the input element (dx) and to the filter element (dw), in float64.
+template <class T>
+void reference_conv_adjoints(const conv_case& k, const T* x, const T* w, const T* g, std::size_t s, bool same,
+                             std::size_t groups, std::vector<double>& dx, std::vector<double>& dw) {
+  const std::size_t oh = out_extent(k.h, k.kh, s, same), ow = out_extent(k.w, k.kw, s, same);
+  const std::ptrdiff_t pt = pad_before(k.h, k.kh, s, same), pl = pad_before(k.w, k.kw, s, same);
+  const std::size_t cg = k.c / groups, og = k.o / groups;
+  dx.assign(k.n * k.h * k.w * k.c, 0.0);
+  dw.assign(k.kh * k.kw * cg * k.o, 0.0);
+  for (std::size_t n = 0; n < k.n; ++n)
+    for (std::size_t i = 0; i < oh; ++i)
+      for (std::size_t j = 0; j < ow; ++j)
+        for (std::size_t o = 0; o < k.o; ++o) {
+          const double go = double(g[((n * oh + i) * ow + j) * k.o + o]);
+          const std::size_t c0 = (o / og) * cg;
+          for (std::size_t a = 0; a < k.kh; ++a)
+            for (std::size_t b = 0; b < k.kw; ++b) {
+              const std::ptrdiff_t r = std::ptrdiff_t(i * s + a) - pt, q = std::ptrdiff_t(j * s + b) - pl;
+              if (r < 0 || q < 0 || r >= std::ptrdiff_t(k.h) || q >= std::ptrdiff_t(k.w)) continue;
+              for (std::size_t c = 0; c < cg; ++c) {
+                const std::size_t xi = ((n * k.h + std::size_t(r)) * k.w + std::size_t(q)) * k.c + c0 + c;
+                const std::size_t wi = ((a * k.kw + b) * cg + c) * k.o + o;
+                dx[xi] += go * double(w[wi]);
+                dw[wi] += go * double(x[xi]);
+              }
+            }
+        }
+}
+
+template <std::size_t S, padding P, std::size_t G>
+void check_adjoints_on_threads(const conv_case& k, unsigned seed) {
+  SCOPED_TRACE(::testing::Message() << "case " << k.n << "x" << k.h << "x" << k.w << "x" << k.c << " * " << k.kh << "x"
+                                    << k.kw << "x" << k.o << ", stride " << S << ", groups " << G);
+  const bool same = P == padding::same;
+  const std::size_t oh = out_extent(k.h, k.kh, S, same), ow = out_extent(k.w, k.kw, S, same);
+  const auto x = placeholder<"x", float, any4>();
+  const auto w = placeholder<"w", float, any4>();
+  const auto g = placeholder<"g", float, any4>();
+  const auto xv = random_tensor<float, any4>({k.n, k.h, k.w, k.c}, -1, 1, seed);
+  const auto wv = random_tensor<float, any4>({k.kh, k.kw, k.c / G, k.o}, -1, 1, seed + 1);
+  const auto gv = random_tensor<float, any4>({k.n, oh, ow, k.o}, -1, 1, seed + 2);
+  const auto adjoints = [&] {
+    return std::pair{eval(conv2d_backprop_input<S, P, 1, G>(g, w, x), g = gv, w = wv, x = xv),
+                     eval(conv2d_backprop_filter<S, P, 1, G>(x, g, w), g = gv, w = wv, x = xv)};
+  };
+  const auto [dx, dw] = adjoints();
+  std::vector<double> want_dx, want_dw;
+  reference_conv_adjoints(k, xv.data(), wv.data(), gv.data(), S, same, G, want_dx, want_dw);
+  // Sums of up to a few thousand float products of values in [-1, 1].
+  expect_near_all(dx, want_dx, 1e-4, "conv2d_backprop_input");
+  expect_near_all(dw, want_dw, 1e-4, "conv2d_backprop_filter");
+#if defined(_OPENMP)
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const auto [dx1, dw1] = adjoints();
+  omp_set_num_threads(std::max(threads, 2));
+  const auto [dx2, dw2] = adjoints();
+  omp_set_num_threads(threads);
+  EXPECT_EQ(std::memcmp(dx1.data(), dx2.data(), dx1.size() * sizeof(float)), 0) << "input adjoint, 1 vs 2 threads";
+  EXPECT_EQ(std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)), 0) << "filter adjoint, 1 vs 2 threads";
+#endif
+}
+}  // namespace
+
+// Batches of images split into chunks that run on different threads, the filter adjoint summed in
+// slices (several chunks each, the last ones uneven): conv2 and conv1 of the examples' CNN with odd
+// batches, and two groups with stride 2.
+TEST(Conv2D, AdjointsSpreadOverThreadsMatchFloat64AndDoNotDependOnTheThreadCount) {
+  check_adjoints_on_threads<1, padding::same, 1>({11, 12, 12, 16, 5, 5, 32}, 900);
+  check_adjoints_on_threads<1, padding::same, 1>({37, 28, 28, 1, 5, 5, 32}, 910);
+  check_adjoints_on_threads<2, padding::valid, 2>({19, 17, 15, 16, 3, 3, 48}, 920);
 }
 
 TEST(Conv2D, ShapeErrorsNameTheOpAndShapes) {

@@ -24,7 +24,7 @@ namespace ops {
 namespace conv_detail {
 
 // Y = im2col(X) W, one GEMM per chunk of images and group (group g: its channels of X, its block of
-// W's and Y's columns).
+// W's and Y's columns); chunks spread over threads (conv2d_columns.hpp).
 // Depthwise convolutions (one input channel per group) run a direct loop (conv2d_depthwise.hpp).
 template <class T>
 void forward(const geometry& g, const T* x, const T* w, T* y) {
@@ -34,17 +34,14 @@ void forward(const geometry& g, const T* x, const T* w, T* y) {
     std::fill_n(y, g.batch * g.pixels() * g.filters, T(0));
     return;
   }
-  const std::size_t chunk = images_per_chunk(g);
-  T* const col = column_buffer<T>(chunk * rows * patch);  // fully written before it is read
-  for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
-    const std::size_t count = std::min(chunk, g.batch - n0);
+  for_each_chunk<T>(g, [&](std::size_t n0, std::size_t count, T* col) {
     for (std::size_t group = 0; group < g.groups; ++group) {
-      im2col(g, x, n0, count, group, col);
+      im2col(g, x, n0, count, group, col);  // fully writes the chunk's column matrix
       Eigen::Map<const row_major<T>> cm(col, Eigen::Index(count * rows), Eigen::Index(patch));
       group_block(y + n0 * rows * g.filters, count * rows, g.group_filters(), g.filters, group).noalias() =
           cm * group_block(w, patch, g.group_filters(), g.filters, group);
     }
-  }
+  });
 }
 }  // namespace conv_detail
 

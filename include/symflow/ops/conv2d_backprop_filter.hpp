@@ -25,20 +25,44 @@ namespace conv_detail {
 template <class T>
 void backprop_filter(const geometry& g, const T* x, const T* dy, T* dw) {
   if (is_depthwise(g)) return depthwise_backprop_filter(g, x, dy, dw);
-  const std::size_t patch = g.patch(), rows = g.pixels();
-  std::fill_n(dw, patch * g.filters, T(0));
-  if (patch == 0 || rows == 0 || g.group_filters() == 0) return;
-  const std::size_t chunk = images_per_chunk(g);
-  T* const col = column_buffer<T>(chunk * rows * patch);  // fully written before it is read
-  for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
-    const std::size_t count = std::min(chunk, g.batch - n0);
+  const std::size_t patch = g.patch(), rows = g.pixels(), size = patch * g.filters;
+  if (patch == 0 || rows == 0 || g.group_filters() == 0) {
+    std::fill_n(dw, size, T(0));
+    return;
+  }
+  // Adds chunk k's products to sum (patch x filters).
+  const chunking c(g);
+  const auto add_chunk = [&](std::size_t k, T* sum, T* col) {
+    const std::size_t n0 = c.first(k), count = c.size(g, k);
     for (std::size_t group = 0; group < g.groups; ++group) {
       im2col(g, x, n0, count, group, col);
       Eigen::Map<const row_major<T>> cm(col, Eigen::Index(count * rows), Eigen::Index(patch));
-      group_block(dw, patch, g.group_filters(), g.filters, group).noalias() +=
+      group_block(sum, patch, g.group_filters(), g.filters, group).noalias() +=
           cm.transpose() * group_block(dy + n0 * rows * g.filters, count * rows, g.group_filters(), g.filters, group);
     }
+  };
+  // The chunks in `slices` runs, each summed on one thread into a partial of its own, the partials
+  // then added in order: the number of slices depends on the batch only, so the result does not
+  // depend on the thread count.
+  const std::size_t slices = std::min<std::size_t>(c.count, 8);
+  const std::size_t entries = c.images * rows * patch;
+  if (slices == 1) {
+    std::fill_n(dw, size, T(0));
+    run_tasks(1, c.work, [&](std::size_t) { add_chunk(0, dw, column_buffer<T>(entries)); });
+    return;
   }
+  struct partial_sums;
+  T* const partial = thread_buffer<T, partial_sums>(slices * size);
+  run_tasks(slices, c.work, [&](std::size_t s) {
+    T* const sum = partial + s * size;
+    std::fill_n(sum, size, T(0));
+    for (std::size_t k = s * c.count / slices; k < (s + 1) * c.count / slices; ++k)
+      add_chunk(k, sum, column_buffer<T>(entries));
+  });
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> out(dw, Eigen::Index(size));
+  out = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partial, Eigen::Index(size));
+  for (std::size_t s = 1; s < slices; ++s)
+    out += Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partial + s * size, Eigen::Index(size));
 }
 }  // namespace conv_detail
 

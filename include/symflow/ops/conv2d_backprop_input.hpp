@@ -25,20 +25,20 @@ namespace conv_detail {
 template <class T>
 void backprop_input(const geometry& g, const T* dy, const T* w, T* dx) {
   if (is_depthwise(g)) return depthwise_backprop_input(g, dy, w, dx);
-  std::fill_n(dx, g.batch * g.input_image(), T(0));
   const std::size_t patch = g.patch(), rows = g.pixels();
-  if (patch == 0 || rows == 0 || g.group_filters() == 0) return;
-  const std::size_t chunk = images_per_chunk(g);
-  T* const col = column_buffer<T>(chunk * rows * patch);  // fully written before it is read
-  for (std::size_t n0 = 0; n0 < g.batch; n0 += chunk) {
-    const std::size_t count = std::min(chunk, g.batch - n0);
+  if (patch == 0 || rows == 0 || g.group_filters() == 0) {
+    std::fill_n(dx, g.batch * g.input_image(), T(0));
+    return;
+  }
+  for_each_chunk<T>(g, [&](std::size_t n0, std::size_t count, T* col) {
+    std::fill_n(dx + n0 * g.input_image(), count * g.input_image(), T(0));  // the chunk's images only
     for (std::size_t group = 0; group < g.groups; ++group) {
       Eigen::Map<row_major<T>> cm(col, Eigen::Index(count * rows), Eigen::Index(patch));
       cm.noalias() = group_block(dy + n0 * rows * g.filters, count * rows, g.group_filters(), g.filters, group) *
                      group_block(w, patch, g.group_filters(), g.filters, group).transpose();
       col2im_add(g, col, n0, count, group, dx);
     }
-  }
+  });
 }
 }  // namespace conv_detail
 

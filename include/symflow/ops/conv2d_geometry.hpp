@@ -17,10 +17,12 @@
 // bottom (right), so a backend that follows TF gives the same values. KH' = (KH-1)*dilation + 1 is
 // the span of the dilated window.
 //
-// CPU: im2col into a buffer for a chunk of images (and one group), then one Eigen GEMM for the chunk
-// (Eigen spreads it over threads; the im2col and col2im copies are split over images with OpenMP). No
-// output element is summed from per-thread partials, so how threads are scheduled does not change a
-// result.
+// CPU: im2col into a buffer for a chunk of images (and one group), then one Eigen GEMM for the chunk;
+// the chunks are spread over threads, each running its own im2col and GEMM (conv2d_columns.hpp).
+// The filter adjoint sums a fixed number of slices of the batch separately and adds them in order.
+// Neither the chunks nor the slices depend on the thread count, and their GEMMs run on one thread
+// each, so the thread count does not change a result, except where the whole batch is one chunk of
+// enough work for Eigen to spread its GEMM over the threads (a batch of one large image).
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -204,7 +206,7 @@ void check_adjoint_extents(const Who& who, const G& got, const Want& want, const
 template <class F>
 void for_each_image(std::size_t count, [[maybe_unused]] std::size_t work_per_image, F&& f) {
 #if defined(_OPENMP)
-  if (count > 1 && count * work_per_image >= cpu::parallel_threshold && cpu::max_threads() > 1) {
+  if (count > 1 && count * work_per_image >= cpu::parallel_threshold && cpu::max_threads() > 1 && !omp_in_parallel()) {
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(count); ++i) f(std::size_t(i));
     return;

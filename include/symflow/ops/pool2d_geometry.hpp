@@ -178,33 +178,51 @@ void max_forward(const geometry& g, const T* x, T* y) {
 template <class T, class F>
 void for_each_window_maximum(const geometry& g, const T* x, std::size_t n, F&& f) {
   const std::size_t C = g.channels, row = row_step(g), col = column_step(g);
-  // The running maximum next to its position: the scan then reads x contiguously and vectorises.
+  // The running maximum and the number of its element in the window, next to each other per
+  // channel and both 32 bits wide: the scan reads x contiguously and compiles to vector selects.
+  // (With 64-bit positions it stayed a scalar loop whose branch on random data mispredicted half
+  // the time: the max-pool adjoint took 15 times its forward pass.)
   std::vector<T> top(C);
-  std::vector<std::size_t> best(C);
+  std::vector<std::uint32_t> which(C);
+  std::vector<std::size_t> best(C), offset;
   for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t, std::size_t) {
-    std::copy_n(x + in, C, top.begin());
-    std::fill(best.begin(), best.end(), in);
-    T* __restrict running = top.data();
-    std::size_t* __restrict where = best.data();
+    offset.resize(rows * cols);
     for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t q = 0; q < cols; ++q) {
-        const std::size_t at = in + r * row + q * col;
-        const T* __restrict v = x + at;
+      for (std::size_t q = 0; q < cols; ++q) offset[r * cols + q] = r * row + q * col;
+    std::copy_n(x + in, C, top.begin());
+    std::fill(which.begin(), which.end(), std::uint32_t(0));
+    T* __restrict running = top.data();
+    std::uint32_t* __restrict element = which.data();
+    // Windows hold far fewer than 2^32 elements (the input must hold them all, 16 GB per row of the
+    // window); counting on 32 bits would wrap past that, so larger windows count on 64.
+    if (rows * cols <= std::size_t(UINT32_MAX)) {
+      for (std::uint32_t k = 1; k < std::uint32_t(rows * cols); ++k) {
+        const T* __restrict v = x + in + offset[k];
         for (std::size_t c = 0; c < C; ++c) {
           const bool greater = v[c] > running[c];
           running[c] = greater ? v[c] : running[c];
-          where[c] = greater ? at : where[c];
+          element[c] = greater ? k : element[c];
         }
       }
+      for (std::size_t c = 0; c < C; ++c) best[c] = in + offset[element[c]];
+    } else {
+      std::fill(best.begin(), best.end(), in);
+      for (std::size_t k = 1; k < rows * cols; ++k)
+        for (std::size_t c = 0; c < C; ++c)
+          if (x[in + offset[k] + c] > top[c]) top[c] = x[in + offset[k] + c], best[c] = in + offset[k];
+    }
     f(out, best);
   });
 }
 
-// dx[first maximum of each window] += g; windows of one image touch only that image.
+// dx[first maximum of each window] += g; windows of one image touch only that image, which is
+// zeroed by the thread that scatters into it (a serial fill of the whole batch was a third of the
+// pass on two threads).
 template <class T>
 void max_backward(const geometry& g, const T* dy, const T* x, T* dx) {
-  std::fill_n(dx, g.input_size(), T(0));
+  const std::size_t image = g.h.in * g.w.in * g.channels;
   conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
+    std::fill_n(dx + n * image, image, T(0));
     for_each_window_maximum(g, x, n, [&](std::size_t out, const std::vector<std::size_t>& best) {
       for (std::size_t c = 0; c < g.channels; ++c) dx[best[c] + c] += dy[out + c];
     });
@@ -247,8 +265,9 @@ void avg_forward(const geometry& g, const T* x, T* y) {
 template <class T>
 void avg_backward(const geometry& g, const T* dy, T* dx) {
   const std::size_t C = g.channels, row = row_step(g), col = column_step(g);
-  std::fill_n(dx, g.input_size(), T(0));
+  const std::size_t image = g.h.in * g.w.in * g.channels;
   conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
+    std::fill_n(dx + n * image, image, T(0));
     for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t oh, std::size_t ow) {
       const T count = T(average_count(g, oh, ow, rows, cols));
       for (std::size_t r = 0; r < rows; ++r)

@@ -1,7 +1,8 @@
 // The matrix product on operands stored row- or column-major (core/gemm.hpp): gemm against a
 // float64 reference for every layout pair, padded lines, alpha and beta, NaN/Inf and -0, extents of
-// 1 and 0; matrix_layout's choices; and matmul over transposed views and slices, compiled (read
-// where they lie) against the interpreter (which copies them first) bit for bit.
+// 1 and 0; matrix_layout's choices; and matmul over transposed views and slices, compiled and in
+// the interpreter (both read them where they lie, unless another reader needs a contiguous copy)
+// bit for bit.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -192,6 +193,38 @@ TEST(MatmulLayouts, TransposedOperandsAreNotCopied) {
   cpu::counters().reset();
   (void)eval(matmul(transpose(slice(x, fixed<1>{}, 0, 13, 2)), g), x = xv, g = gv);
   EXPECT_EQ(cpu::counters().fused_passes, 1u);  // every other column: one copy, then the product
+}
+
+// The interpreter reads a transposed operand where it lies when only products read it; a view
+// that an elementwise op or the graph's outputs also read is copied as before.
+TEST(MatmulLayouts, TheInterpreterReadsTransposedOperandsInPlaceWhenOnlyProductsReadThem) {
+  std::mt19937 rng(18);
+  const auto x = placeholder<"x", float, shape<dyn, 13>>();
+  const auto g = placeholder<"g", float, shape<dyn, 11>>();
+  const auto w = variable<"w", float, shape<13, 11>>();
+  const auto xv = random_tensor<float, shape<dyn, 13>>(rng, {37, 13}, -1, 1);
+  auto gv = random_tensor<float, shape<dyn, 11>>(rng, {37, 11}, -1, 1);
+  gv.data()[7] = std::numeric_limits<float>::quiet_NaN();
+  const auto wv = random_tensor<float, shape<13, 11>>(rng, {13, 11}, -1, 1);
+  // x^T read by a product only: no copy; w^T read by two products: no copy either.
+  const auto alone = expect_bitwise(std::tuple{matmul(transpose(x), g), matmul(g, transpose(w)),
+                                               matmul(matmul(g, transpose(w)), w)},
+                                    x = xv, g = gv, w = wv);
+  // Materialised: the three products only (copying x^T and w^T first made it five).
+  EXPECT_EQ(alone.stats.materialised_values, 3u);
+  // x^T also read by exp and as an output: copied, every reader right.
+  const auto shared = expect_bitwise(std::tuple{matmul(transpose(x), g), exp(transpose(x)), transpose(x)}, x = xv, g = gv);
+  EXPECT_EQ(shared.stats.materialised_values, 3u);  // the product, exp's pass and the copy of x^T
+  // x^T g against float64, NaN row included.
+  const auto& got = shared.fused[0];
+  for (std::size_t i = 0; i < 13; ++i)
+    for (std::size_t j = 0; j < 11; ++j) {
+      double want = 0;
+      for (std::size_t p = 0; p < 37; ++p) want += double(xv.data()[p * 13 + i]) * double(gv.data()[p * 11 + j]);
+      const double v = double(got.data<float>()[i * 11 + j]);
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(v)) << i << "," << j;
+      else EXPECT_NEAR(v, want, 1e-4) << i << "," << j;
+    }
 }
 
 TEST(MatmulLayouts, GradientOfADenseLayerMatchesFiniteDifferencesThroughTransposedOperands) {

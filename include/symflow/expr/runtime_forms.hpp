@@ -37,11 +37,14 @@ struct runtime_layout {
   }
 };
 
-// A contiguous array of the interpreter's, as kernels' runtime forms see it.
+// An array of the interpreter's, as kernels' runtime forms see it: contiguous (row-major), except
+// for the operands of a kernel whose op declares strided_matrix_operands (matmul), which may be a
+// rank-2 view read in place (a transposed matrix) with these element strides.
 struct runtime_array {
   dtype type;
   runtime_extents extents;
   void* data;
+  std::vector<std::size_t> strides{};  // empty: row-major contiguous
   template <class T>
   T* as() const {
     return static_cast<T*>(data);

@@ -125,11 +125,16 @@ struct matmul_op {
   template <class Attrs>
   static void run_runtime(const Attrs&, const runtime_array& out, const std::vector<runtime_array>& in) {
     with_ranks("matmul", in[0].extents.size(), in[1].extents.size(), [&](auto ra, auto rb) {
-      auto view = [](auto* data, const runtime_extents& e, auto rank) {
+      // An operand may be a rank-2 view with strides (strided_matrix_operands: the interpreter
+      // reads transposes where they lie).
+      auto view = [](auto* data, const runtime_extents& e, auto rank, const std::vector<std::size_t>& strides = {}) {
         constexpr std::size_t R = decltype(rank)::value;
-        extents_t<R> x{};
+        extents_t<R> x{}, s{};
         std::copy(e.begin(), e.end(), x.begin());
-        return tensor_view<std::remove_pointer_t<decltype(data)>, dyn_shape<R>>(data, x);
+        using view_type = tensor_view<std::remove_pointer_t<decltype(data)>, dyn_shape<R>>;
+        if (strides.size() != R) return view_type(data, x);
+        std::copy(strides.begin(), strides.end(), s.begin());
+        return view_type(data, x, s);
       };
       auto run = [&](auto t) {
         using T = decltype(t);
@@ -137,8 +142,8 @@ struct matmul_op {
           throw value_error("matmul: takes f32 or f64 operands, not " + std::string(dtype_name(out.type)));
         } else {
           const auto o = view(out.as<T>(), out.extents, ra);
-          run_cpu<T>(o, view(static_cast<const T*>(in[0].data), in[0].extents, ra),
-                     view(static_cast<const T*>(in[1].data), in[1].extents, rb));
+          run_cpu<T>(o, view(static_cast<const T*>(in[0].data), in[0].extents, ra, in[0].strides),
+                     view(static_cast<const T*>(in[1].data), in[1].extents, rb, in[1].strides));
         }
       };
       visit_compute_dtype(out.type, run);

@@ -200,6 +200,9 @@ struct runtime_op {
   runtime_extents (*kernel_extents)(const node_attributes&, const std::vector<runtime_extents>&,
                                     const std::string& who) = nullptr;
   void (*kernel_run)(const node_attributes&, const runtime_array&, const std::vector<runtime_array>&) = nullptr;
+  // A kernel that reads rank-2 operands with any strides (one of them 1): the interpreter hands it
+  // transposed views where they lie instead of copying them (run_steps.hpp).
+  bool strided_matrix_operands = false;
 };
 
 namespace runtime_detail {
@@ -222,6 +225,7 @@ runtime_op runtime_op_of() {
     r.kernel_run = [](const node_attributes& a, const runtime_array& out, const std::vector<runtime_array>& in) {
       Op::run_runtime(a, out, in);
     };
+    if constexpr (requires { Op::strided_matrix_operands; }) r.strided_matrix_operands = Op::strided_matrix_operands;
   }
   return r;
 }

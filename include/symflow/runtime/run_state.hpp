@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/gemm.hpp"
 #include "../core/params.hpp"
 #include "../core/parallel.hpp"
 #include "../ir/graph.hpp"
@@ -38,6 +39,7 @@ struct slot {
   runtime_extents extents;
   dtype type = dtype::f32;
   bool ready = false;
+  std::vector<std::size_t> strides{};  // empty: contiguous; else a matrix view read in place (read_in_place)
 };
 
 // What a run takes from the interpreter that starts it: the graph, the options, the structure its
@@ -69,6 +71,7 @@ struct run_state {
   interpreter_stats stats;
   value_trace trace;
   interpreter_profile profile;
+  std::vector<std::vector<std::uint32_t>> readers_;  // read_in_place's index, empty until needed
 
   run_state(const run_context& c, const runtime_feeds& f, const params* p)
       : g(c.g), options(c.options), structure(c.structure), pool(c.pool), feeds(f), store(p),
@@ -182,6 +185,7 @@ struct run_state {
 
   slot& fresh(std::uint32_t id) {
     slot& v = values[id];
+    v.strides.clear();
     if (reusable) {
       // The first position this value has among the outputs: its tensor is written in place.
       const auto at = std::find(g.outputs.begin(), g.outputs.end(), id);
@@ -204,7 +208,30 @@ struct run_state {
   }
   runtime_array array_of(std::uint32_t id) const {
     const slot& v = values[id];
-    return runtime_array{v.type, v.extents, const_cast<void*>(v.data)};
+    return runtime_array{v.type, v.extents, const_cast<void*>(v.data), v.strides};
+  }
+
+  // Whether view `id`, whose layout l is not contiguous, may stay where it lies instead of being
+  // copied: a matrix the GEMM reads as it lies (core/gemm.hpp: one unit stride, no overlapping
+  // lines) that only kernels taking strided matrices read (matmul: a gradient's x^T and W^T), outside
+  // fused passes; not an output, and not in a run whose checks or trace read values as arrays.
+  bool read_in_place(std::uint32_t id, const runtime_layout& l) {
+    if (checking || options.trace || l.extents.size() != 2) return false;
+    strided_matrix<const char> m;
+    if (!matrix_layout<const char>(nullptr, l.extents[0], l.extents[1], l.strides[0], l.strides[1], m)) return false;
+    if (std::find(g.outputs.begin(), g.outputs.end(), id) != g.outputs.end()) return false;
+    if (readers_.empty()) {  // built once per run, at the first such view: value -> nodes reading it
+      readers_.resize(values.size());
+      for (std::uint32_t r = std::uint32_t(first_node); r < values.size(); ++r)
+        for (auto i : node(r).inputs) readers_[i].push_back(r);
+    }
+    if (readers_[id].empty()) return false;
+    for (auto r : readers_[id]) {
+      if (group_of[r] >= 0) return false;
+      const runtime_op* op = find_runtime_op(node(r).op);  // nullptr for control flow
+      if (!op || !op->strided_matrix_operands) return false;
+    }
+    return true;
   }
 
   void release_inputs_of(const std::vector<std::uint32_t>& readers, int own_group) {

@@ -147,18 +147,29 @@ TEST(Gemm, MatrixLayoutAcceptsOneUnitStrideAndRefusesTheRest) {
   EXPECT_FALSE(matrix_layout(data, 4, 5, 4, 1, m));   // rows overlapping
 }
 
-// matmul over views: compiled evaluation reads transposes and row slices where they lie; the
-// interpreter materialises each view first. Same bits either way, and the float64 reference.
+// x [37, 13], g [37, 11] and w [13, 11]: a dense layer's input, output adjoint and weight.
+struct layer_values {
+  std::mt19937 rng;
+  tensor<float, shape<dyn, 13>> xv = random_tensor<float, shape<dyn, 13>>(rng, {37, 13}, -1, 1);
+  tensor<float, shape<dyn, 11>> gv = random_tensor<float, shape<dyn, 11>>(rng, {37, 11}, -1, 1);
+  tensor<float, shape<13, 11>> wv = random_tensor<float, shape<13, 11>>(rng, {13, 11}, -1, 1);
+  explicit layer_values(unsigned seed) : rng(seed) {}
+};
+// Its placeholders (x and w are taken by graph_interpreter_support.hpp's elementwise cases).
+const auto lx = placeholder<"x", float, shape<dyn, 13>>();
+const auto lg = placeholder<"g", float, shape<dyn, 11>>();
+const auto lw = variable<"w", float, shape<13, 11>>();
+
+// matmul over views: compiled evaluation reads transposes and row slices where they lie (the
+// interpreter too, see below; a slice with steps is copied). Same bits either way, and the float64
+// reference.
 TEST(MatmulLayouts, TransposedAndSlicedOperandsAreBitwiseEqualToTheInterpreter) {
-  std::mt19937 rng(15);
-  const auto x = placeholder<"x", float, shape<dyn, 13>>();
-  const auto g = placeholder<"g", float, shape<dyn, 11>>();
-  const auto w = variable<"w", float, shape<13, 11>>();
-  const auto xv = random_tensor<float, shape<dyn, 13>>(rng, {37, 13}, -1, 1);
-  auto gv = random_tensor<float, shape<dyn, 11>>(rng, {37, 11}, -1, 1);
+  const auto x = lx;
+  const auto g = lg;
+  const auto w = lw;
+  auto [rng, xv, gv, wv] = layer_values(15);
   gv.data()[4] = std::numeric_limits<float>::infinity();
   gv.data()[30] = -0.0f;
-  const auto wv = random_tensor<float, shape<13, 11>>(rng, {13, 11}, -1, 1);
   const auto exprs = std::tuple{matmul(transpose(x), g),                  // [13, 11]: x^T g, a weight gradient
                                 matmul(g, transpose(w)),                  // w read column-major
                                 matmul(transpose(g), transpose(transpose(x))),
@@ -181,11 +192,11 @@ TEST(MatmulLayouts, TransposedAndSlicedOperandsAreBitwiseEqualToTheInterpreter) 
 }
 
 TEST(MatmulLayouts, TransposedOperandsAreNotCopied) {
-  std::mt19937 rng(17);
-  const auto x = placeholder<"x", float, shape<dyn, 13>>();
-  const auto g = placeholder<"g", float, shape<dyn, 11>>();
-  const auto xv = random_tensor<float, shape<dyn, 13>>(rng, {37, 13}, -1, 1);
-  const auto gv = random_tensor<float, shape<dyn, 11>>(rng, {37, 11}, -1, 1);
+  const auto x = lx;
+  const auto g = lg;
+  const layer_values v(17);
+  const auto& xv = v.xv;
+  const auto& gv = v.gv;
   cpu::counters().reset();
   (void)eval(matmul(transpose(x), g), x = xv, g = gv);
   EXPECT_EQ(cpu::counters().fused_passes, 0u);  // the product only: x^T read where x lies
@@ -198,14 +209,11 @@ TEST(MatmulLayouts, TransposedOperandsAreNotCopied) {
 // The interpreter reads a transposed operand where it lies when only products read it; a view
 // that an elementwise op or the graph's outputs also read is copied as before.
 TEST(MatmulLayouts, TheInterpreterReadsTransposedOperandsInPlaceWhenOnlyProductsReadThem) {
-  std::mt19937 rng(18);
-  const auto x = placeholder<"x", float, shape<dyn, 13>>();
-  const auto g = placeholder<"g", float, shape<dyn, 11>>();
-  const auto w = variable<"w", float, shape<13, 11>>();
-  const auto xv = random_tensor<float, shape<dyn, 13>>(rng, {37, 13}, -1, 1);
-  auto gv = random_tensor<float, shape<dyn, 11>>(rng, {37, 11}, -1, 1);
+  const auto x = lx;
+  const auto g = lg;
+  const auto w = lw;
+  auto [rng, xv, gv, wv] = layer_values(18);
   gv.data()[7] = std::numeric_limits<float>::quiet_NaN();
-  const auto wv = random_tensor<float, shape<13, 11>>(rng, {13, 11}, -1, 1);
   // x^T read by a product only: no copy; w^T read by two products: no copy either.
   const auto alone = expect_bitwise(std::tuple{matmul(transpose(x), g), matmul(g, transpose(w)),
                                                matmul(matmul(g, transpose(w)), w)},

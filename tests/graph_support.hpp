@@ -40,6 +40,7 @@ inline std::string graph_string(const graph& g, std::uint32_t id) {
       case dtype::f64: os << std::get<double>(v); break;
       case dtype::i32: case dtype::i64: os << std::get<std::int64_t>(v); break;
       case dtype::boolean: os << (std::get<bool>(v) ? "true" : "false"); break;
+      default: os << dtype_name(n.type.type) << " literal"; break;  // literals are of the compute dtypes
     }
     return os.str();
   }

@@ -147,27 +147,24 @@ TEST(Gemm, MatrixLayoutAcceptsOneUnitStrideAndRefusesTheRest) {
   EXPECT_FALSE(matrix_layout(data, 4, 5, 4, 1, m));   // rows overlapping
 }
 
-// x [37, 13], g [37, 11] and w [13, 11]: a dense layer's input, output adjoint and weight.
-struct layer_values {
+// A dense layer's input x [37, 13], output adjoint g [37, 11] and weight w [13, 11], with random
+// values: `auto [x, g, w, rng, xv, gv, wv] = layer(seed);`.
+struct layer {
+  placeholder<"x", float, shape<dyn, 13>> x;
+  placeholder<"g", float, shape<dyn, 11>> g;
+  variable<"w", float, shape<13, 11>> w;
   std::mt19937 rng;
   tensor<float, shape<dyn, 13>> xv = random_tensor<float, shape<dyn, 13>>(rng, {37, 13}, -1, 1);
   tensor<float, shape<dyn, 11>> gv = random_tensor<float, shape<dyn, 11>>(rng, {37, 11}, -1, 1);
   tensor<float, shape<13, 11>> wv = random_tensor<float, shape<13, 11>>(rng, {13, 11}, -1, 1);
-  explicit layer_values(unsigned seed) : rng(seed) {}
+  explicit layer(unsigned seed) : rng(seed) {}
 };
-// Its placeholders (x and w are taken by graph_interpreter_support.hpp's elementwise cases).
-const auto lx = placeholder<"x", float, shape<dyn, 13>>();
-const auto lg = placeholder<"g", float, shape<dyn, 11>>();
-const auto lw = variable<"w", float, shape<13, 11>>();
 
 // matmul over views: compiled evaluation reads transposes and row slices where they lie (the
 // interpreter too, see below; a slice with steps is copied). Same bits either way, and the float64
 // reference.
 TEST(MatmulLayouts, TransposedAndSlicedOperandsAreBitwiseEqualToTheInterpreter) {
-  const auto x = lx;
-  const auto g = lg;
-  const auto w = lw;
-  auto [rng, xv, gv, wv] = layer_values(15);
+  auto [x, g, w, rng, xv, gv, wv] = layer(15);
   gv.data()[4] = std::numeric_limits<float>::infinity();
   gv.data()[30] = -0.0f;
   const auto exprs = std::tuple{matmul(transpose(x), g),                  // [13, 11]: x^T g, a weight gradient
@@ -192,11 +189,7 @@ TEST(MatmulLayouts, TransposedAndSlicedOperandsAreBitwiseEqualToTheInterpreter) 
 }
 
 TEST(MatmulLayouts, TransposedOperandsAreNotCopied) {
-  const auto x = lx;
-  const auto g = lg;
-  const layer_values v(17);
-  const auto& xv = v.xv;
-  const auto& gv = v.gv;
+  const auto [x, g, w, rng, xv, gv, wv] = layer(17);
   cpu::counters().reset();
   (void)eval(matmul(transpose(x), g), x = xv, g = gv);
   EXPECT_EQ(cpu::counters().fused_passes, 0u);  // the product only: x^T read where x lies
@@ -209,10 +202,7 @@ TEST(MatmulLayouts, TransposedOperandsAreNotCopied) {
 // The interpreter reads a transposed operand where it lies when only products read it; a view
 // that an elementwise op or the graph's outputs also read is copied as before.
 TEST(MatmulLayouts, TheInterpreterReadsTransposedOperandsInPlaceWhenOnlyProductsReadThem) {
-  const auto x = lx;
-  const auto g = lg;
-  const auto w = lw;
-  auto [rng, xv, gv, wv] = layer_values(18);
+  auto [x, g, w, rng, xv, gv, wv] = layer(18);
   gv.data()[7] = std::numeric_limits<float>::quiet_NaN();
   // x^T read by a product only: no copy; w^T read by two products: no copy either.
   const auto alone = expect_bitwise(std::tuple{matmul(transpose(x), g), matmul(g, transpose(w)),

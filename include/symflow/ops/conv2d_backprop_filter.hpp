@@ -33,7 +33,7 @@ void backprop_filter(const geometry& g, const T* x, const T* dy, T* dw) {
   // Adds chunk k's products to sum (patch x filters).
   const chunking c(g);
   const auto add_chunk = [&](std::size_t k, T* sum, T* col) {
-    const std::size_t n0 = c.first(k), count = c.size(g, k);
+    const std::size_t n0 = c.first(k), count = c.size(k);
     for (std::size_t group = 0; group < g.groups; ++group) {
       im2col(g, x, n0, count, group, col);
       Eigen::Map<const row_major<T>> cm(col, Eigen::Index(count * rows), Eigen::Index(patch));

@@ -136,14 +136,15 @@ void run_tasks(std::size_t tasks, double work, Task&& task) {
 
 // The batch's chunks of images_per_chunk(g) images, and the multiply-adds of one GEMM pass over it.
 struct chunking {
-  std::size_t images, count;
+  std::size_t batch, images, count;
   double work;
   explicit chunking(const geometry& g)
-      : images(images_per_chunk(g)),
+      : batch(g.batch),
+        images(images_per_chunk(g)),
         count((g.batch + images - 1) / images),
         work(double(g.batch) * double(g.pixels()) * double(g.patch()) * double(g.filters)) {}
   std::size_t first(std::size_t k) const { return k * images; }
-  std::size_t size(const geometry& g, std::size_t k) const { return std::min(images, g.batch - first(k)); }
+  std::size_t size(std::size_t k) const { return std::min(images, batch - first(k)); }
 };
 
 // Calls f(first, count, col) for every chunk, col being the running thread's column buffer: per
@@ -152,7 +153,7 @@ template <class T, class F>
 void for_each_chunk(const geometry& g, F&& f) {
   const chunking c(g);
   const std::size_t entries = c.images * g.pixels() * g.patch();
-  run_tasks(c.count, c.work, [&](std::size_t k) { f(c.first(k), c.size(g, k), column_buffer<T>(entries)); });
+  run_tasks(c.count, c.work, [&](std::size_t k) { f(c.first(k), c.size(k), column_buffer<T>(entries)); });
 }
 
 // Group `group`'s block of a row-major matrix whose rows hold all groups' columns side by side:

@@ -127,7 +127,7 @@ struct matmul_op {
     with_ranks("matmul", in[0].extents.size(), in[1].extents.size(), [&](auto ra, auto rb) {
       // An operand may be a rank-2 view with strides (strided_matrix_operands: the interpreter
       // reads transposes where they lie).
-      auto view = [](auto* data, const runtime_extents& e, auto rank, const std::vector<std::size_t>& strides = {}) {
+      auto view = [](auto* data, const runtime_extents& e, auto rank, const std::vector<std::size_t>& strides) {
         constexpr std::size_t R = decltype(rank)::value;
         extents_t<R> x{}, s{};
         std::copy(e.begin(), e.end(), x.begin());
@@ -141,7 +141,7 @@ struct matmul_op {
         if constexpr (!accepts<T, T>) {  // refused by the dtype rule before anything runs
           throw value_error("matmul: takes f32 or f64 operands, not " + std::string(dtype_name(out.type)));
         } else {
-          const auto o = view(out.as<T>(), out.extents, ra);
+          const auto o = view(out.as<T>(), out.extents, ra, out.strides);
           run_cpu<T>(o, view(static_cast<const T*>(in[0].data), in[0].extents, ra, in[0].strides),
                      view(static_cast<const T*>(in[1].data), in[1].extents, rb, in[1].strides));
         }

@@ -91,7 +91,8 @@ struct geometry {
   axis_geometry h, w;
   bool count_include_pad = false;
   std::array<std::size_t, 4> output_extents() const { return {batch, h.out, w.out, channels}; }
-  std::size_t input_size() const { return batch * h.in * w.in * channels; }
+  std::size_t image_size() const { return h.in * w.in * channels; }
+  std::size_t input_size() const { return batch * image_size(); }
 };
 
 // The attributes of one pooling: window, stride, pads (top, left, bottom, right) and options.
@@ -130,6 +131,8 @@ geometry checked_geometry(const Who& who, std::string_view op, const X& x, const
     if (!every_window_reads_input(ax))
       fail(std::string("a dilated window along ") + (a == 0 ? "H" : "W") + " holds no input element");
   }
+  // The max-pool adjoint numbers a window's elements on 32 bits (for_each_window_maximum).
+  if (g.h.window > std::size_t(UINT32_MAX) / g.w.window) fail("a window holds more than 2^32 - 1 elements");
   return g;
 }
 
@@ -193,24 +196,16 @@ void for_each_window_maximum(const geometry& g, const T* x, std::size_t n, F&& f
     std::fill(which.begin(), which.end(), std::uint32_t(0));
     T* __restrict running = top.data();
     std::uint32_t* __restrict element = which.data();
-    // Windows hold far fewer than 2^32 elements (the input must hold them all, 16 GB per row of the
-    // window); counting on 32 bits would wrap past that, so larger windows count on 64.
-    if (rows * cols <= std::size_t(UINT32_MAX)) {
-      for (std::uint32_t k = 1; k < std::uint32_t(rows * cols); ++k) {
-        const T* __restrict v = x + in + offset[k];
-        for (std::size_t c = 0; c < C; ++c) {
-          const bool greater = v[c] > running[c];
-          running[c] = greater ? v[c] : running[c];
-          element[c] = greater ? k : element[c];
-        }
+    // checked_geometry keeps a window below 2^32 elements.
+    for (std::uint32_t k = 1; k < std::uint32_t(rows * cols); ++k) {
+      const T* __restrict v = x + in + offset[k];
+      for (std::size_t c = 0; c < C; ++c) {
+        const bool greater = v[c] > running[c];
+        running[c] = greater ? v[c] : running[c];
+        element[c] = greater ? k : element[c];
       }
-      for (std::size_t c = 0; c < C; ++c) best[c] = in + offset[element[c]];
-    } else {
-      std::fill(best.begin(), best.end(), in);
-      for (std::size_t k = 1; k < rows * cols; ++k)
-        for (std::size_t c = 0; c < C; ++c)
-          if (x[in + offset[k] + c] > top[c]) top[c] = x[in + offset[k] + c], best[c] = in + offset[k];
     }
+    for (std::size_t c = 0; c < C; ++c) best[c] = in + offset[element[c]];
     f(out, best);
   });
 }
@@ -220,7 +215,7 @@ void for_each_window_maximum(const geometry& g, const T* x, std::size_t n, F&& f
 // pass on two threads).
 template <class T>
 void max_backward(const geometry& g, const T* dy, const T* x, T* dx) {
-  const std::size_t image = g.h.in * g.w.in * g.channels;
+  const std::size_t image = g.image_size();
   conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
     std::fill_n(dx + n * image, image, T(0));
     for_each_window_maximum(g, x, n, [&](std::size_t out, const std::vector<std::size_t>& best) {
@@ -265,7 +260,7 @@ void avg_forward(const geometry& g, const T* x, T* y) {
 template <class T>
 void avg_backward(const geometry& g, const T* dy, T* dx) {
   const std::size_t C = g.channels, row = row_step(g), col = column_step(g);
-  const std::size_t image = g.h.in * g.w.in * g.channels;
+  const std::size_t image = g.image_size();
   conv_detail::for_each_image(g.batch, work_per_image(g), [&](std::size_t n) {
     std::fill_n(dx + n * image, image, T(0));
     for_each_window(g, n, [&](std::size_t in, std::size_t rows, std::size_t cols, std::size_t out, std::size_t oh, std::size_t ow) {

@@ -94,10 +94,11 @@ inline void run_node(run_state& s, std::uint32_t id) {
       const auto l = op.view(attrs, runtime_layout::contiguous(in.extents), s.who(id));
       slot& v = s.values[id];
       const std::size_t esize = dtype_size(v.type);
-      if (is_contiguous(l) || s.read_in_place(id, l)) {
+      const bool contiguous = is_contiguous(l);
+      if (contiguous || s.read_in_place(id, l)) {
         v.owner = in.owner;  // shares the operand's storage
         v.data = static_cast<const char*>(in.data) + l.offset * esize;
-        v.strides = is_contiguous(l) ? std::vector<std::size_t>{} : l.strides;
+        v.strides = contiguous ? std::vector<std::size_t>{} : l.strides;
         v.ready = true;
       } else {
         s.fresh(id);

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "../core/aligned_buffer.hpp"
+#include "../core/thread_tasks.hpp"
 #include "conv2d_geometry.hpp"
 
 namespace symflow::ops::conv_detail {
@@ -101,37 +101,11 @@ inline std::size_t images_per_chunk(const geometry& g) {
   return std::clamp<std::size_t>((std::size_t(1) << 16) / per_image, 1, std::max<std::size_t>(g.batch, 1));
 }
 
-// A per-thread buffer kept between calls: a fresh multi-MiB allocation costs a page fault per 4 KiB
-// on every call. Tag keeps the column matrix and the filter adjoint's partial sums apart. Not
-// re-entrant, which the convolution kernels never need.
-template <class T, class Tag = void>
-T* thread_buffer(std::size_t n) {
-  thread_local aligned_buffer<T> buffer;
-  if (buffer.size() < n) buffer = aligned_buffer<T>(n);
-  return buffer.data();
-}
+using cpu::run_tasks;
+using cpu::thread_buffer;
 template <class T>
 T* column_buffer(std::size_t n) {
   return thread_buffer<T>(n);
-}
-
-// Runs task(k) for k in [0, tasks), spread over OpenMP threads when there are several tasks and
-// `work` multiply-adds in all, each task's GEMMs then on one thread (Eigen does not start threads
-// inside a parallel region); otherwise in order on the calling thread, the GEMMs on it alone as
-// well, so that a GEMM's blocking, and with it the order of its sums, is the same for any thread
-// count. Only one large task (one chunk: a batch of one large image) lets Eigen spread its GEMM
-// over the threads, whose blocking then follows the thread count. A task writes only its own memory.
-template <class Task>
-void run_tasks(std::size_t tasks, double work, Task&& task) {
-#if defined(_OPENMP)
-  if (tasks > 1 && cpu::max_threads() > 1 && !omp_in_parallel() && work >= cpu::serial_product_work) {
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::ptrdiff_t k = 0; k < std::ptrdiff_t(tasks); ++k) task(std::size_t(k));
-    return;
-  }
-#endif
-  const cpu::serial_scope serial(tasks > 1 || work < cpu::serial_product_work);
-  for (std::size_t k = 0; k < tasks; ++k) task(k);
 }
 
 // The batch's chunks of images_per_chunk(g) images, and the multiply-adds of one GEMM pass over it.

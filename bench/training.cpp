@@ -5,6 +5,9 @@
 //                          (eval/cpu/accumulate.hpp), then the biases' update
 //   BM_W4_symflow_kept/B   the same with trainer_options::keep_gradients: every gradient stored,
 //                          then the optimiser's pass over each
+//   BM_W4_adam/B, BM_W4_adam_kept/B  the same two with Adam (lr 1e-3): the weights' update runs
+//                          over each block of rows of their gradient's product as it is computed,
+//                          or over the stored gradients
 //   BM_W4_hand/B           the same step by hand with Eigen matrices (bench/training_hand.cpp)
 //   BM_W4_hand_accumulate/B  the hand step with the weight updates inside the gradient GEMMs
 //   BM_W4_gemms/B          the step's five GEMMs alone: the matrix-product floor on this machine
@@ -88,8 +91,9 @@ void set_counters(benchmark::State& state, int batch, int hidden, double loss) {
   state.counters["GFLOP/s"] = benchmark::Counter(flops * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
-template <std::size_t Hidden>
-void symflow_step(benchmark::State& state, bool keep_gradients = false) {
+template <std::size_t Hidden, class Optimizer = sgd>
+void symflow_step(benchmark::State& state, bool keep_gradients = false,
+                  Optimizer optimizer = sgd({.learning_rate = learning_rate})) {
   const int batch = int(state.range(0));
   const mlp_model<Hidden> m;
   w4_hand::parameters p{int(Hidden)};
@@ -99,7 +103,7 @@ void symflow_step(benchmark::State& state, bool keep_gradients = false) {
   tensor<std::int32_t, shape<dyn>> y(extents_t<1>{std::size_t(batch)}, 0);
   std::copy(d.x.begin(), d.x.end(), x.data());
   std::copy(d.y.begin(), d.y.end(), y.data());
-  nn::trainer train(m.loss(), std::tuple{m.W1, m.b1, m.W2, m.b2}, sgd({.learning_rate = learning_rate}), store_of(p),
+  nn::trainer train(m.loss(), std::tuple{m.W1, m.b1, m.W2, m.b2}, optimizer, store_of(p),
                     {.keep_gradients = keep_gradients});
   double loss = train.step(m.x = x, m.y = y);  // untimed first step
   for (auto _ : state) {
@@ -111,6 +115,8 @@ void symflow_step(benchmark::State& state, bool keep_gradients = false) {
 void BM_W4_symflow(benchmark::State& state) { symflow_step<1024>(state); }
 void BM_W4_symflow_kept(benchmark::State& state) { symflow_step<1024>(state, true); }
 void BM_MLP256_symflow(benchmark::State& state) { symflow_step<256>(state); }
+void BM_W4_adam(benchmark::State& state) { symflow_step<1024>(state, false, adam({.learning_rate = 1e-3})); }
+void BM_W4_adam_kept(benchmark::State& state) { symflow_step<1024>(state, true, adam({.learning_rate = 1e-3})); }
 
 void hand_step(benchmark::State& state, int hidden, bool accumulate) {
   const int batch = int(state.range(0));
@@ -157,6 +163,8 @@ void BM_copy(benchmark::State& state) {
 #define W4_ARGS ->Arg(1)->Arg(16)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime()->ComputeStatistics("min", min_of)
 BENCHMARK(BM_W4_symflow) W4_ARGS;
 BENCHMARK(BM_W4_symflow_kept) W4_ARGS;
+BENCHMARK(BM_W4_adam) W4_ARGS;
+BENCHMARK(BM_W4_adam_kept) W4_ARGS;
 BENCHMARK(BM_W4_hand) W4_ARGS;
 BENCHMARK(BM_W4_hand_accumulate) W4_ARGS;
 BENCHMARK(BM_W4_gemms) W4_ARGS;

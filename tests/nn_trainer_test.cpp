@@ -79,13 +79,17 @@ TEST(NnTrainer, SgdStepIsTheClosedFormGradientStep) {
   EXPECT_EQ(train.step_count(), 1u);
 }
 
-// SGD adds a dense layer's weight gradient into the weight inside the gradient's GEMM unless the
-// gradients are kept: the same parameters, bit for bit after every step (the GEMM's accumulator is
-// the gradient either way, and w + (-lr) g rounds as the SGD rule rounds it), float and double,
-// odd extents (packet tails), a -0 input.
+// A dense layer's weight is updated inside its gradient's product unless the gradients are kept:
+// SGD adds -lr times the product in its GEMM, Adam and momentum run their rule over each block of
+// rows of the product as it is computed. The same parameters and optimiser state, bit for bit after
+// every step (the GEMM's accumulator is the gradient either way, and the rules are elementwise, the
+// blocks aligned to the SIMD lanes), float and double, odd extents (packet tails), a -0 input. The
+// hidden layer's weight gradient (301 x 1031) is three blocks of rows (112, 112, 77) spread over the
+// threads; the output layer's one block. The batch (64) lies within one depth block of Eigen's GEMM, where the
+// blocks' sums are the whole product's (matmul::run_cpu_rows).
 template <class T>
 struct two_layer {
-  static constexpr std::size_t inputs = 37, hidden = 23, classes = 5, batch = 31;
+  static constexpr std::size_t inputs = 301, hidden = 1031, classes = 5, batch = 64;
   placeholder<"x", T, shape<dyn, inputs>> x;
   placeholder<"y", std::int32_t, shape<dyn>> y;
   nn::dense<"hidden", inputs, hidden, T> first;
@@ -93,8 +97,17 @@ struct two_layer {
   auto loss() const { return mean(softmax_cross_entropy(second(relu(first(x))), y)); }
 };
 
-template <class T>
-void expect_folded_sgd_equals_kept() {
+std::size_t differing_elements(const params& a, const params& b, const std::string& name, std::size_t size) {
+  const auto& ea = a.at(name);
+  const auto& eb = b.at(name);
+  if (ea.bytes.size() != eb.bytes.size()) return std::size_t(-1);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < ea.bytes.size(); i += size) differ += std::memcmp(ea.bytes.data() + i, eb.bytes.data() + i, size) != 0;
+  return differ;
+}
+
+template <class T, class Optimizer>
+void expect_folded_update_equals_kept(const Optimizer& optimizer, std::vector<std::string> state_names) {
   two_layer<T> m;
   tensor<T, shape<dyn, two_layer<T>::inputs>> xv(extents_t<2>{two_layer<T>::batch, two_layer<T>::inputs}, uninitialized);
   tensor<std::int32_t, shape<dyn>> yv(extents_t<1>{two_layer<T>::batch}, uninitialized);
@@ -104,20 +117,15 @@ void expect_folded_sgd_equals_kept() {
   for (auto& v : yv) v = std::int32_t(rng() % two_layer<T>::classes);
   xv.data()[7] = T(-0.0);
   const auto parameters = nn::parameters(m.first, m.second);
-  nn::trainer folded(m.loss(), parameters, sgd({.learning_rate = 0.05}), {.seed = 3});
-  nn::trainer kept(m.loss(), parameters, sgd({.learning_rate = 0.05}), {.seed = 3, .keep_gradients = true});
+  nn::trainer folded(m.loss(), parameters, optimizer, {.seed = 3});
+  nn::trainer kept(m.loss(), parameters, optimizer, {.seed = 3, .keep_gradients = true});
   for (int step = 0; step < 4; ++step) {
     const double a = folded.step(m.x = xv, m.y = yv), b = kept.step(m.x = xv, m.y = yv);
     EXPECT_EQ(a, b) << "loss at step " << step;
-    for (const char* name : {"hidden/W", "hidden/b", "out/W", "out/b"}) {
-      const auto& fa = folded.model().at(name);
-      const auto& ka = kept.model().at(name);
-      const T* f = reinterpret_cast<const T*>(fa.bytes.data());
-      const T* q = reinterpret_cast<const T*>(ka.bytes.data());
-      std::size_t differ = 0;
-      for (std::size_t i = 0; i < fa.bytes.size() / sizeof(T); ++i) differ += std::memcmp(f + i, q + i, sizeof(T)) != 0;
-      EXPECT_EQ(differ, 0u) << name << " after step " << step;
-    }
+    for (const char* name : {"hidden/W", "hidden/b", "out/W", "out/b"})
+      EXPECT_EQ(differing_elements(folded.model(), kept.model(), name, sizeof(T)), 0u) << name << " after step " << step;
+    for (const auto& name : state_names)
+      EXPECT_EQ(differing_elements(folded.state(), kept.state(), name, sizeof(T)), 0u) << name << " after step " << step;
   }
   EXPECT_EQ(folded.step_count(), 4u);
   // The folded trainer kept no weight gradients, and says how to get them.
@@ -132,8 +140,16 @@ void expect_folded_sgd_equals_kept() {
 }
 
 TEST(NnTrainer, SgdAddsWeightGradientsInTheirProductsBitForBit) {
-  expect_folded_sgd_equals_kept<float>();
-  expect_folded_sgd_equals_kept<double>();
+  expect_folded_update_equals_kept<float>(sgd({.learning_rate = 0.05}), {});
+  expect_folded_update_equals_kept<double>(sgd({.learning_rate = 0.05}), {});
+}
+
+TEST(NnTrainer, AdamAndMomentumUpdateWeightsInsideTheirGradientsProductsBitForBit) {
+  const std::vector<std::string> moments{"m/hidden/W", "v/hidden/W", "m/out/W", "v/out/W", "m/hidden/b", "v/out/b"};
+  expect_folded_update_equals_kept<float>(adam({.learning_rate = 1e-2}), moments);
+  expect_folded_update_equals_kept<double>(adam({.learning_rate = 1e-2}), moments);
+  expect_folded_update_equals_kept<float>(momentum({.learning_rate = 0.05, .momentum = 0.9}),
+                                          {"velocity/hidden/W", "velocity/out/W"});
 }
 
 TEST(NnTrainer, ClipsGradientsTogetherToTheGlobalNorm) {

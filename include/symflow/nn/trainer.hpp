@@ -43,10 +43,11 @@ namespace symflow::nn {
 struct trainer_options {
   std::uint64_t seed = 42;        // the parameters' first values and the per-step seeds
   double clip_global_norm = 0;    // > 0: gradients scaled down together when their joint L2 norm exceeds it
-  // With an optimiser whose update is linear in the gradient (sgd), a weight whose gradient is a
-  // matrix product gets -lr times that product added in the product's GEMM, and the gradient is
-  // never stored (a weight gradient is written once and read once less per step). gradients() and
-  // last_gradient_norm() then cover no such step; keep_gradients = true stores every gradient.
+  // A weight whose gradient is a matrix product is updated inside that product and its gradient is
+  // never stored (written once and read once less per step): with sgd, -lr times the product is
+  // added in its GEMM; with adam or momentum, the product is computed a block of rows at a time and
+  // the update runs over each block while it is in cache. gradients() and last_gradient_norm() then
+  // cover no such step; keep_gradients = true stores every gradient and updates afterwards.
   bool keep_gradients = false;
 };
 
@@ -204,25 +205,40 @@ class trainer {
       return value_and_gradients(loss, variables_);
     }
   }
+  // The step's objective: the loss, or what the loss function returns for a step's seed (the same
+  // type every step), and the types of its loss and gradient expressions.
+  static auto objective_type_of() {
+    if constexpr (fixed_objective) return std::type_identity<Loss>{};
+    else return std::type_identity<decltype(std::declval<const Loss&>()(std::uint64_t{}))>{};
+  }
+  using objective_type = typename decltype(objective_type_of())::type;
+  using gradient_expressions_type = decltype(value_and_gradients(
+      loss_of_objective(std::declval<const objective_type&>()), std::declval<const variables_type&>()));
   struct no_cache {};
   static auto cached_type_of() {
-    if constexpr (fixed_objective)
-      return std::type_identity<decltype(value_and_gradients(loss_of_objective(std::declval<const Loss&>()),
-                                                             std::declval<const variables_type&>()))>{};
-    else
-      return std::type_identity<no_cache>{};
+    if constexpr (fixed_objective) return std::type_identity<gradient_expressions_type>{};
+    else return std::type_identity<no_cache>{};
   }
   using cached_gradients_type = typename decltype(cached_type_of())::type;
 
   // ---- Updates folded into the gradients' products (trainer_options::keep_gradients) ----------
   static constexpr std::size_t variable_count = std::tuple_size_v<variables_type>;
+  // SGD's update is linear in the gradient: the gradient's product adds gradient_scale times itself
+  // into the weight. Adam's and momentum's are not: the product is computed a block of rows at a time
+  // and the optimiser's block_update runs over each block while it is in cache.
   static constexpr bool linear_optimizer = requires(const Optimizer& o, const params& s) { o.gradient_scale(s); };
-  // Which variables' gradients are products that add into memory (a dense layer's weight).
+  static constexpr bool block_optimizer = requires(const Optimizer& o, params& p) {
+    o.block_update(p, p, std::declval<const std::tuple_element_t<0, variables_type>&>());
+  };
+  // Which variables' gradients are products that add into memory or compute blocks of rows (a
+  // dense layer's weight).
   static constexpr std::array<bool, variable_count> folded_flags = [] {
     std::array<bool, variable_count> flags{};
-    if constexpr (fixed_objective && linear_optimizer) {
+    if constexpr (linear_optimizer || block_optimizer) {
       [&]<std::size_t... I>(std::index_sequence<I...>) {
-        ((flags[I] = cpu::accumulates_in_place_v<std::remove_cvref_t<std::tuple_element_t<I + 1, cached_gradients_type>>>),
+        using G = gradient_expressions_type;
+        ((flags[I] = linear_optimizer ? cpu::accumulates_in_place_v<std::remove_cvref_t<std::tuple_element_t<I + 1, G>>>
+                                      : cpu::computes_row_blocks_v<std::remove_cvref_t<std::tuple_element_t<I + 1, G>>>),
          ...);
       }(std::make_index_sequence<variable_count>{});
     }
@@ -261,19 +277,30 @@ class trainer {
     using V = std::tuple_element_t<I, variables_type>;
     return model_.template view<typename V::value_type, typename V::shape_type>(std::string(V::name.view()));
   }
-  // One step whose folded variables get gradient_scale * gradient added in their products, and whose
-  // other variables get the optimiser's step.
+  // What the step's evaluation does with folded variable I's gradient: adds gradient_scale times it
+  // into the weight (SGD), or hands each block of it to the optimiser's block_update.
+  template <std::size_t I, class LG>
+  auto folded_output(const LG& lg) {
+    using E = const std::tuple_element_t<I + 1, LG>&;
+    if constexpr (linear_optimizer) {
+      using T = typename std::tuple_element_t<I, variables_type>::value_type;
+      return accumulated_output<decltype(stored_view<I>()), E>{
+          stored_view<I>(), static_cast<T>(optimizer_.gradient_scale(state_)), std::get<I + 1>(lg)};
+    } else {
+      auto update = optimizer_.block_update(model_, state_, std::get<I>(variables_));
+      return updated_output<decltype(stored_view<I>()), E, decltype(update)>{stored_view<I>(), std::get<I + 1>(lg),
+                                                                             std::move(update)};
+    }
+  }
+  // One step whose folded variables are updated inside their gradients' products, and whose other
+  // variables get the optimiser's step.
   template <class Outputs, class Args, class Updates, class NewValues, class Value, class LG, std::size_t... E,
             std::size_t... F, std::size_t... U, std::size_t... Folded, std::size_t... Kept>
   void step_folded(Outputs& outputs, const Args& args, const Updates& updates, NewValues& new_values, Value& value,
                    const LG& lg, std::index_sequence<E...>, std::index_sequence<F...>, std::index_sequence<U...>,
                    std::index_sequence<Folded...>, std::index_sequence<Kept...>) {
     constexpr std::size_t k = sizeof...(E);
-    const double scale = optimizer_.gradient_scale(state_);
-    const auto accumulations = std::tuple{
-        accumulated_output<decltype(stored_view<Folded>()), const std::tuple_element_t<Folded + 1, LG>&>{
-            stored_view<Folded>(), static_cast<typename std::tuple_element_t<Folded, variables_type>::value_type>(scale),
-            std::get<Folded + 1>(lg)}...};
+    const auto accumulations = std::tuple{folded_output<Folded>(lg)...};
     eval_accumulating(std::tie(value, std::get<E>(outputs)..., std::get<Kept>(gradients_)..., std::get<U>(new_values)...),
                       std::tuple<const std::remove_cvref_t<decltype(std::get<0>(lg))>&,
                                  const std::remove_cvref_t<decltype(symflow::get<E>(args))>&...,

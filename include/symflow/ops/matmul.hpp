@@ -207,6 +207,24 @@ struct matmul_op {
     gemm<T>(c, operand_matrix<T>(a, a.extent(0), a.extent(1), 0), operand_matrix<T>(b, b.extent(0), b.extent(1), 0),
             alpha, beta);
   }
+  // Rows [first, first + count) of a b into `out` (count x b's columns, row-major), on the calling
+  // thread: an optimiser's update then runs over each block of a weight gradient while the block is
+  // in cache (eval/cpu/accumulate.hpp). While a and b's inner extent fits one depth block of Eigen's
+  // GEMM (a batch of up to a few hundred rows for a weight gradient), the block's sums are those of
+  // the whole product's rows.
+  template <class... Operands>
+  static constexpr bool computes_row_blocks = accumulates<Operands...>;
+  template <class T, class A, class B>
+  static void run_cpu_rows(T* out, std::size_t first, std::size_t count, const A& a, const B& b) {
+    static_assert(A::rank == 2 && B::rank == 2, "matmul::run_cpu_rows multiplies matrices");
+    strided_matrix<const T> rows = operand_matrix<T>(a, a.extent(0), a.extent(1), 0);
+    rows.data += std::ptrdiff_t(first) * rows.row_stride;
+    rows.rows = std::ptrdiff_t(count);
+    const std::ptrdiff_t columns = std::ptrdiff_t(b.extent(1));
+    const cpu::serial_scope serial(true);
+    gemm<T>(strided_matrix<T>{out, std::ptrdiff_t(count), columns, columns, 1}, rows,
+            operand_matrix<T>(b, b.extent(0), b.extent(1), 0), T(1), T(0));
+  }
   template <class T, class Out, class A, class B>
   static void run_cpu(const Out& out, const A& a, const B& b) {
     constexpr std::size_t ra = A::rank, rb = B::rank;

@@ -194,6 +194,24 @@ class momentum {
 
   double learning_rate(const params& state) const { return options_.learning_rate(optimizer_step(state)); }
 
+  // This step's update of one parameter as a function of blocks of its gradient, (offset, block,
+  // count): nn::trainer runs it over each block of a weight gradient as the gradient's product
+  // computes it (eval/cpu/accumulate.hpp), so that the gradient is never stored. The rule is
+  // elementwise: the blocks give the values step() gives. The step count advances in the step()
+  // that follows.
+  template <class V>
+  auto block_update(params& model, params& state, const V&) const {
+    using T = typename V::value_type;
+    const std::string name = detail::variable_name<V>();
+    return [w = detail::stored_value<V>(model, name).data(),
+            velocity = detail::stored_value<V>(state, "velocity/" + name).data(),
+            rate = static_cast<T>(learning_rate(state)),
+            mu = static_cast<T>(options_.momentum)](std::size_t offset, const T* g, std::size_t n) {
+      detail::momentum_update<T>(detail::flat_view<T>(w + offset, {n}), detail::flat_view<T>(velocity + offset, {n}),
+                                 detail::flat_view<const T>(g, {n}), rate, mu);
+    };
+  }
+
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
     detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
@@ -241,33 +259,51 @@ class adam {
 
   double learning_rate(const params& state) const { return options_.learning_rate(optimizer_step(state)); }
 
+  // This step's update of one parameter as a function of blocks of its gradient (see
+  // momentum::block_update): the moments and the parameter of elements [offset, offset + count).
+  template <class V>
+  auto block_update(params& model, params& state, const V&) const {
+    using T = typename V::value_type;
+    const std::string name = detail::variable_name<V>();
+    return [w = detail::stored_value<V>(model, name).data(), m = detail::stored_value<V>(state, "m/" + name).data(),
+            v = detail::stored_value<V>(state, "v/" + name).data(),
+            scalars = scalars_at<T>(optimizer_step(state))](std::size_t offset, const T* g, std::size_t n) {
+      detail::adam_update<T>(detail::flat_view<T>(w + offset, {n}), detail::flat_view<T>(m + offset, {n}),
+                             detail::flat_view<T>(v + offset, {n}), detail::flat_view<const T>(g, {n}), scalars);
+    };
+  }
+
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
     detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
-                                [&]<class V, class G>(const V&, const G& g, std::uint64_t t, double rate) SYMFLOW_INLINE_LAMBDA {
-      const double n = double(t + 1);
-      const double step_size = rate / (1 - std::pow(options_.beta1, n));
-      const double inverse_sqrt_correction2 = 1 / std::sqrt(1 - std::pow(options_.beta2, n));
+                                [&]<class V, class G>(const V&, const G& g, std::uint64_t t, double) SYMFLOW_INLINE_LAMBDA {
       using T = typename V::value_type;
-      const detail::adam_scalars<T> scalars{
-          .beta1 = static_cast<T>(options_.beta1),
-          .beta2 = static_cast<T>(options_.beta2),
-          .one_minus_beta1 = static_cast<T>(1 - options_.beta1),
-          .one_minus_beta2 = static_cast<T>(1 - options_.beta2),
-          .step_size = static_cast<T>(step_size),
-          .inverse_sqrt_correction2 = static_cast<T>(inverse_sqrt_correction2),
-          .epsilon = static_cast<T>(options_.epsilon)};
       const std::string name = detail::variable_name<V>();
       const auto w = detail::stored_value<V>(model, name);
       const auto m = detail::stored_value<V>(state, "m/" + name);
       const auto v = detail::stored_value<V>(state, "v/" + name);
       std::vector<T> copy;
       detail::adam_update<T>(detail::flat(w), detail::flat(m), detail::flat(v),
-                             detail::flat_gradient(g, w, name, "adam", copy), scalars);
+                             detail::flat_gradient(g, w, name, "adam", copy), scalars_at<T>(t));
     });
   }
 
  private:
+  // The scalars of the update made at step count t (the t + 1-th update), rounded to T once.
+  template <class T>
+  detail::adam_scalars<T> scalars_at(std::uint64_t t) const {
+    const double n = double(t + 1);
+    const double step_size = options_.learning_rate(t) / (1 - std::pow(options_.beta1, n));
+    const double inverse_sqrt_correction2 = 1 / std::sqrt(1 - std::pow(options_.beta2, n));
+    return {.beta1 = static_cast<T>(options_.beta1),
+            .beta2 = static_cast<T>(options_.beta2),
+            .one_minus_beta1 = static_cast<T>(1 - options_.beta1),
+            .one_minus_beta2 = static_cast<T>(1 - options_.beta2),
+            .step_size = static_cast<T>(step_size),
+            .inverse_sqrt_correction2 = static_cast<T>(inverse_sqrt_correction2),
+            .epsilon = static_cast<T>(options_.epsilon)};
+  }
+
   options options_;
 };
 

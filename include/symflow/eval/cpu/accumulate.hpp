@@ -6,11 +6,13 @@
 // scale, and the trainer adds each weight's gradient into the weight this way. A kernel whose op
 // `accumulates` (a matrix product: the GEMM with beta = 1) adds into the target as it computes,
 // so a weight gradient x^T g is never stored, read back and added in a pass of its own; any other
-// expression is computed into scratch memory and added in one pass.
+// expression is computed into scratch memory and added in one pass. An optimiser whose update is
+// not linear (Adam, momentum) hands the trainer an elementwise update instead, run over each block
+// of the gradient as it is computed (updated_output below).
 //
 // Targets are written last: first every accumulated kernel's operands are made ready (an operand
 // that lies in a target's memory, a transposed weight, is copied) and every other accumulated
-// expression is computed; then the ordinary outputs; then the additions, in order. Nothing that is
+// expression is computed; then the ordinary outputs; then the additions and updates, in order. Nothing that is
 // read therefore sees a target half updated. check_numerics is not applied here (nn::trainer
 // evaluates without accumulation when it is on).
 #include <algorithm>
@@ -22,6 +24,7 @@
 
 #include "../../core/error.hpp"
 #include "../../core/tensor.hpp"
+#include "../../core/thread_tasks.hpp"
 #include "eval.hpp"
 
 namespace symflow {
@@ -36,6 +39,24 @@ struct accumulated_output {
 template <class View, class E>
 accumulated_output(View, typename View::value_type, E) -> accumulated_output<View, E>;
 
+// update(offset, block, count) over blocks of expression's value, in row-major element order: the
+// blocks are disjoint, cover every element once, and may be handed to several threads at once; all
+// but the last hold a multiple of 16 elements, so that an elementwise rule meets the SIMD lanes at
+// the offsets a single pass over the whole value would. `target` is the memory the update writes
+// (the parameter; an optimiser's state besides, which the evaluation never reads): as with an
+// accumulated output it must not be read once the updates start. A weight gradient's product is
+// computed a block of rows at a time into a per-thread buffer and updated from there, in cache
+// (an Adam step then never writes the gradient to memory and reads it back); any other expression
+// is computed into scratch memory first and updated in one call.
+template <class View, class E, class Update>
+struct updated_output {
+  View target;
+  E expression;
+  Update update;
+};
+template <class View, class E, class Update>
+updated_output(View, E, Update) -> updated_output<View, E, Update>;
+
 namespace cpu {
 
 // True when E is a kernel node whose op adds its result into memory (run_cpu_scaled) for these
@@ -48,12 +69,53 @@ inline constexpr bool accumulates_in_place_v<kernel_node<Op, A...>> = [] {
   else return false;
 }();
 
+// True when E is a kernel node whose op computes blocks of rows of its result (run_cpu_rows).
+template <class E>
+inline constexpr bool computes_row_blocks_v = false;
+template <class Op, class... A>
+inline constexpr bool computes_row_blocks_v<kernel_node<Op, A...>> = [] {
+  if constexpr (requires { Op::template computes_row_blocks<A...>; }) return bool(Op::template computes_row_blocks<A...>);
+  else return false;
+}();
+
 namespace detail {
-// Whether an evaluator adds its value into memory itself: a kernel whose op accumulates.
-template <class Ev>
-inline constexpr bool adds_in_place_v = false;
-template <class Node, class... C>
-inline constexpr bool adds_in_place_v<kernel_eval<Node, C...>> = accumulates_in_place_v<Node>;
+template <class Acc>
+inline constexpr bool is_updated_output_v = false;
+template <class View, class E, class Update>
+inline constexpr bool is_updated_output_v<updated_output<View, E, Update>> = true;
+
+// Whether an output's kernel runs in step 3 on operands made ready in step 1: a product added into
+// its target, or one computed a block of rows at a time for an update.
+template <class Acc, class Ev>
+inline constexpr bool kernel_in_step_3_v = false;
+template <class Acc, class Node, class... C>
+inline constexpr bool kernel_in_step_3_v<Acc, kernel_eval<Node, C...>> =
+    is_updated_output_v<Acc> ? computes_row_blocks_v<Node> : accumulates_in_place_v<Node>;
+
+// Rows per block of an updated product of `inner` terms per element and `columns` columns: about
+// 2^17 elements (512 KiB of floats, in a core's L2 while the update reads it), and at least `inner`
+// rows: each block's GEMM packs the whole right-hand operand (inner x columns) again, which then
+// costs at most one element copied per element computed. A multiple of 16 rows.
+inline std::size_t rows_per_update_block(std::size_t columns, std::size_t inner) {
+  const std::size_t rows = std::max((std::size_t(1) << 17) / std::max<std::size_t>(columns, 1), inner);
+  return (rows + 15) / 16 * 16;
+}
+struct update_blocks;  // thread_buffer's tag
+
+// An updated product, a block of rows per task: each block's GEMM into the running thread's buffer,
+// then the update over it.
+template <class T, class Ev, class Acc, class... Operands>
+void update_by_row_blocks(Ev& ev, const Acc& acc, const Operands&... operands) {
+  const std::size_t rows = ev.extents[0], columns = ev.extents[1], inner = std::get<0>(std::tie(operands...)).extent(1);
+  const std::size_t per_block = rows_per_update_block(columns, inner), blocks = (rows + per_block - 1) / per_block;
+  const double work = double(rows) * double(columns) * double(inner);
+  run_tasks(blocks, work, [&](std::size_t k) {
+    const std::size_t first = k * per_block, count = std::min(per_block, rows - first);
+    T* block = thread_buffer<T, update_blocks>(per_block * columns);
+    ev.op.template run_cpu_rows<T>(block, first, count, operands...);
+    acc.update(first * columns, static_cast<const T*>(block), count * columns);
+  });
+}
 
 // Whether a strided view's elements and a contiguous range share memory.
 template <class V, class T>
@@ -148,7 +210,7 @@ void eval_accumulating(std::tuple<Out&...> outs, const std::tuple<E...>& express
           auto& p = std::get<A>(prepared);
           using Ev = std::remove_cvref_t<decltype(ev)>;
           using T = typename Ev::value_type;
-          if constexpr (cpu::detail::adds_in_place_v<Ev>) {
+          if constexpr (cpu::detail::kernel_in_step_3_v<std::tuple_element_t<A, std::tuple<Acc...>>, Ev>) {
             [&]<std::size_t... I>(std::index_sequence<I...>) {
               p.operands = std::tuple{ev.template operand_view<I>(ctx)...};
             }(std::make_index_sequence<std::tuple_size_v<decltype(p.operands)>>{});
@@ -163,7 +225,8 @@ void eval_accumulating(std::tuple<Out&...> outs, const std::tuple<E...>& express
     (
         [&] {
           auto& p = std::get<A>(prepared);
-          if constexpr (cpu::detail::adds_in_place_v<std::remove_cvref_t<decltype(get<A>(acc_evs))>>) {
+          if constexpr (cpu::detail::kernel_in_step_3_v<std::tuple_element_t<A, std::tuple<Acc...>>,
+                                                        std::remove_cvref_t<decltype(get<A>(acc_evs))>>) {
             std::apply([&](auto&... operand) { (cpu::detail::copy_if_written(operand, accumulations, ctx), ...); },
                        p.operands);
           }
@@ -178,27 +241,35 @@ void eval_accumulating(std::tuple<Out&...> outs, const std::tuple<E...>& express
         }(),
         ...);
     if constexpr (k > 0) cpu::compute_outputs(evs, ctx, outs);
-    // 3. The additions.
+    // 3. The additions and updates.
     (
         [&] {
           const auto& acc = std::get<A>(accumulations);
           auto& ev = get<A>(acc_evs);
           auto& p = std::get<A>(prepared);
-          using T = typename std::remove_cvref_t<decltype(ev)>::value_type;
-          if (p.computed) {
+          using R = std::remove_cvref_t<decltype(ev)>;
+          using T = typename R::value_type;
+          constexpr bool kernel = cpu::detail::kernel_in_step_3_v<std::tuple_element_t<A, std::tuple<Acc...>>, R>;
+          if constexpr (cpu::detail::is_updated_output_v<std::tuple_element_t<A, std::tuple<Acc...>>>) {
+            if constexpr (kernel) {
+              std::apply([&](const auto&... operand) { cpu::detail::update_by_row_blocks<T>(ev, acc, operand...); },
+                         p.operands);
+            } else {
+              acc.update(std::size_t(0), static_cast<const T*>(p.computed), acc.target.size());
+            }
+          } else if (p.computed) {
             T* target = acc.target.data();
             const std::size_t n = acc.target.size();
             for (std::size_t i = 0; i < n; ++i) target[i] += acc.alpha * p.computed[i];
-          } else if constexpr (cpu::detail::adds_in_place_v<std::remove_cvref_t<decltype(ev)>>) {
-            using R = std::remove_cvref_t<decltype(ev)>;
+          } else if constexpr (kernel) {
             std::apply(
                 [&](const auto&... operand) {
                   ev.op.template run_cpu_scaled<T>(tensor_view<T, dyn_shape<R::rank>>(acc.target.data(), ev.extents),
                                                    acc.alpha, T(1), operand...);
                 },
                 p.operands);
-            ++cpu::counters().kernels;
           }
+          if constexpr (kernel) ++cpu::counters().kernels;
         }(),
         ...);
     (void)m;

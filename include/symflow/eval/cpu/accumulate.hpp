@@ -12,8 +12,8 @@
 //
 // Targets are written last: first every accumulated kernel's operands are made ready (an operand
 // that lies in a target's memory, a transposed weight, is copied) and every other accumulated
-// expression is computed; then the ordinary outputs; then the additions and updates, in order. Nothing that is
-// read therefore sees a target half updated. check_numerics is not applied here (nn::trainer
+// expression is computed; then the ordinary outputs; then the additions and updates, in order.
+// Nothing that is read therefore sees a target half updated. check_numerics is not applied here (nn::trainer
 // evaluates without accumulation when it is on).
 #include <algorithm>
 #include <cstring>
@@ -93,11 +93,13 @@ inline constexpr bool kernel_in_step_3_v<Acc, kernel_eval<Node, C...>> =
     is_updated_output_v<Acc> ? computes_row_blocks_v<Node> : accumulates_in_place_v<Node>;
 
 // Rows per block of an updated product of `inner` terms per element and `columns` columns: about
-// 2^17 elements (512 KiB of floats, in a core's L2 while the update reads it), and at least `inner`
-// rows: each block's GEMM packs the whole right-hand operand (inner x columns) again, which then
-// costs at most one element copied per element computed. A multiple of 16 rows.
+// 2^17 elements (512 KiB of floats, in a core's L2 while the update reads it), and up to 2^20 to
+// have at least `inner` rows: each block's GEMM packs the whole right-hand operand (inner x
+// columns) again, which then costs at most one element copied per element computed (beyond that
+// the product's inner * columns multiply-adds per block dwarf the copies). A multiple of 16 rows.
 inline std::size_t rows_per_update_block(std::size_t columns, std::size_t inner) {
-  const std::size_t rows = std::max((std::size_t(1) << 17) / std::max<std::size_t>(columns, 1), inner);
+  const std::size_t c = std::max<std::size_t>(columns, 1);
+  const std::size_t rows = std::max((std::size_t(1) << 17) / c, std::min(inner, (std::size_t(1) << 20) / c));
   return (rows + 15) / 16 * 16;
 }
 struct update_blocks;  // thread_buffer's tag

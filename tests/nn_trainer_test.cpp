@@ -84,7 +84,7 @@ TEST(NnTrainer, SgdStepIsTheClosedFormGradientStep) {
 // rows of the product as it is computed. The same parameters and optimiser state, bit for bit after
 // every step (the GEMM's accumulator is the gradient either way, and the rules are elementwise, the
 // blocks aligned to the SIMD lanes), float and double, odd extents (packet tails), a -0 input. The
-// hidden layer's weight gradient (301 x 1031) is three blocks of rows (112, 112, 77) spread over the
+// hidden layer's weight gradient (301 x 1031) is five blocks of rows (64, 64, 64, 64, 45) spread over the
 // threads; the output layer's one block. The batch (64) lies within one depth block of Eigen's GEMM, where the
 // blocks' sums are the whole product's (matmul::run_cpu_rows).
 template <class T>

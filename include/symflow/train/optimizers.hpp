@@ -134,6 +134,22 @@ flat_view<const T> flat_gradient(const G& g, const tensor_view<T, S>& stored, co
   return flat_view<const T>(g.data(), {g.size()});
 }
 
+// One step of an optimiser whose rule comes as block_update (momentum, Adam): each parameter's
+// whole gradient as one block. The blocks nn::trainer hands the same rule while the gradient's
+// product computes it give the same values (eval/cpu/accumulate.hpp).
+template <class Optimizer, class Variables, class Gradients>
+void step_by_block_updates(const Optimizer& optimizer, const learning_rate_schedule& schedule, const char* name_of_rule,
+                           params& model, params& state, const Variables& variables, const Gradients& gradients) {
+  step_each_parameter(state, schedule, variables, gradients,
+                      [&]<class V, class G>(const V& variable, const G& g, std::uint64_t, double) SYMFLOW_INLINE_LAMBDA {
+    using T = typename V::value_type;
+    const std::string name = variable_name<V>();
+    std::vector<T> copy;
+    const auto gradient = flat_gradient(g, stored_value<V>(model, name), name, name_of_rule, copy);
+    optimizer.block_update(model, state, variable)(std::size_t(0), gradient.data(), gradient.size());
+  });
+}
+
 inline void require(bool ok, const std::string& message) {
   if (!ok) throw value_error(message);
 }
@@ -214,17 +230,7 @@ class momentum {
 
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
-    detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
-                                [&]<class V, class G>(const V&, const G& g, std::uint64_t, double rate) SYMFLOW_INLINE_LAMBDA {
-      using T = typename V::value_type;
-      const std::string name = detail::variable_name<V>();
-      const auto w = detail::stored_value<V>(model, name);
-      const auto velocity = detail::stored_value<V>(state, "velocity/" + name);
-      std::vector<T> copy;
-      detail::momentum_update<T>(detail::flat(w), detail::flat(velocity),
-                                 detail::flat_gradient(g, w, name, "momentum", copy), static_cast<T>(rate),
-                                 static_cast<T>(options_.momentum));
-    });
+    detail::step_by_block_updates(*this, options_.learning_rate, "momentum", model, state, variables, gradients);
   }
 
  private:
@@ -275,17 +281,7 @@ class adam {
 
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
-    detail::step_each_parameter(state, options_.learning_rate, variables, gradients,
-                                [&]<class V, class G>(const V&, const G& g, std::uint64_t t, double) SYMFLOW_INLINE_LAMBDA {
-      using T = typename V::value_type;
-      const std::string name = detail::variable_name<V>();
-      const auto w = detail::stored_value<V>(model, name);
-      const auto m = detail::stored_value<V>(state, "m/" + name);
-      const auto v = detail::stored_value<V>(state, "v/" + name);
-      std::vector<T> copy;
-      detail::adam_update<T>(detail::flat(w), detail::flat(m), detail::flat(v),
-                             detail::flat_gradient(g, w, name, "adam", copy), scalars_at<T>(t));
-    });
+    detail::step_by_block_updates(*this, options_.learning_rate, "adam", model, state, variables, gradients);
   }
 
  private:

@@ -115,7 +115,8 @@ void update_by_row_blocks(Ev& ev, const Acc& acc, const Operands&... operands) {
   // idle for a block (Adam's W4 step at batch 256 took 6% longer than storing the gradient).
   // The partition does not change a result: each row's sums and each element's rule are its own.
   const std::size_t threads = std::size_t(std::max(1, max_threads()));
-  std::size_t blocks = (rows + rows_per_update_block(columns, inner) - 1) / rows_per_update_block(columns, inner);
+  const std::size_t size_asked = rows_per_update_block(columns, inner);
+  std::size_t blocks = (rows + size_asked - 1) / size_asked;
   if (blocks > 1 || rows >= 16 * threads) blocks = (blocks + threads - 1) / threads * threads;
   const std::size_t per_block = std::max<std::size_t>(16, ((rows + blocks - 1) / blocks + 15) / 16 * 16);
   blocks = (rows + per_block - 1) / per_block;

@@ -16,6 +16,7 @@ namespace ops {
 // behaviour in C++, so the negation is done in unsigned arithmetic).
 struct abs_op : same_dtype_result {
   static constexpr std::string_view name = "abs";
+  static constexpr std::string_view onnx_op = "Abs";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "abs(x) = |x|, elementwise; any dtype. Floats get their sign bit cleared: abs(-0) = +0, "

@@ -11,6 +11,7 @@
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -58,6 +59,13 @@ void run(const T* x, std::int64_t* out, std::size_t outer, std::size_t n, std::s
 template <bool Largest, std::size_t Axis, bool Keep, bool Last>
 struct arg_extremum_op {
   static constexpr std::string_view name = Largest ? "argmax" : "argmin";
+  // ONNX ArgMax / ArgMin, with the same attributes (i64 result, NaN the largest, as NumPy).
+  static void write_onnx(onnx_node_writer& w) {
+    w.add(Largest ? "ArgMax" : "ArgMin", {w.operand(0)},
+          {{"axis", w.integer("axis")}, {"keepdims", std::int64_t(w.boolean("keepdims"))},
+           {"select_last_index", std::int64_t(w.boolean("select_last_index"))}},
+          true);
+  }
   static constexpr std::string_view doc =
       Largest ? "argmax(x), attributes axis, keepdims and select_last_index (ONNX ArgMax; in C++ "
                 "argmax<Axis>(x) or argmax<Axis>(x, keepdims), Axis negative from the last): the index, "

@@ -5,6 +5,7 @@
 
 #include "../core/storage_float.hpp"
 #include "../expr/elementwise.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
@@ -12,6 +13,13 @@ namespace ops {
 template <class To>
 struct cast_op {
   static constexpr std::string_view name = "cast";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX Cast. ONNX leaves NaN and out-of-range floats to integers undefined, where this op
+  // saturates (NaN -> 0).
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Cast", {w.operand(0)}, {{"to", std::int64_t(dtype_info_of(w.dtype_of("to")).onnx)}}, true);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "cast(x), attribute to (the result dtype; cast<To>(x) in C++): converts each element, from any "

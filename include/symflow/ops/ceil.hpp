@@ -13,6 +13,7 @@ namespace symflow {
 namespace ops {
 struct ceil_op : rounding_op<rounding_detail::toward_positive> {
   static constexpr std::string_view name = "ceil";
+  static constexpr std::string_view onnx_op = "Ceil";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "ceil(x), elementwise: the smallest integer not less than x, as a value of x's dtype; f32 or f64. "

@@ -12,6 +12,7 @@
 #include "logical_or.hpp"
 #include "packet_math.hpp"
 #include "where.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
@@ -20,6 +21,12 @@ namespace ops {
 // tensors broadcast, and both get adjoints.
 struct clip_op : same_dtype_result {
   static constexpr std::string_view name = "clip";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX Clip takes scalar bounds only; here they broadcast: min(max(x, lo), hi).
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Min", {w.add("Max", {w.operand(0), w.operand(1)}), w.operand(2)}, {}, true);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "clip(x, lo, hi) = min(max(x, lo), hi), elementwise (ONNX Clip, NumPy's clip, PyTorch's clamp). "

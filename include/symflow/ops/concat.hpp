@@ -10,6 +10,7 @@
 #include "../expr/leaves.hpp"
 #include "slice.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -18,6 +19,12 @@ namespace ops {
 template <std::size_t Axis>
 struct concat_op {
   static constexpr std::string_view name = "concat";
+  // ONNX Concat.
+  static void write_onnx(onnx_node_writer& w) {
+    std::vector<std::string> inputs;
+    for (std::size_t i = 0; i < w.operand_count(); ++i) inputs.push_back(w.operand(i));
+    w.add("Concat", std::move(inputs), {{"axis", w.integer("axis")}}, true);
+  }
   static constexpr std::string_view doc =
       "concat(x0, x1, ...), attribute axis: joins the operands along one axis. They must have one "
       "dtype (any dtype), one rank and equal extents on every other axis (a shape error otherwise); "

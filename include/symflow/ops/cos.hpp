@@ -11,6 +11,7 @@ namespace symflow {
 namespace ops {
 struct cos_op : floating_result {
   static constexpr std::string_view name = "cos";
+  static constexpr std::string_view onnx_op = "Cos";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "cos(x), x in radians, elementwise; f32 (Eigen's vectorized cos on the host: the same bits in "

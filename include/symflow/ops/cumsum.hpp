@@ -12,6 +12,7 @@
 #include "../expr/structural.hpp"
 #include "law_example.hpp"
 #include "sum.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -51,6 +52,11 @@ void run(const T* x, T* out, std::size_t outer, std::size_t n, std::size_t inner
 template <std::size_t Axis, int Exclusive, int Reverse>
 struct cumsum_op {
   static constexpr std::string_view name = "cumsum";
+  // ONNX CumSum, the axis as an input.
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("CumSum", {w.operand(0), w.int64s({w.integer("axis")})},
+          {{"exclusive", w.integer("exclusive")}, {"reverse", w.integer("reverse")}}, true);
+  }
   static constexpr std::string_view doc =
       "cumsum(x), attributes axis, exclusive and reverse (ONNX CumSum, numpy.cumsum, torch.cumsum; in "
       "C++ cumsum<Axis>(x), cumsum<Axis, Exclusive, Reverse>(x), Axis negative from the last): the "

@@ -18,6 +18,7 @@ namespace ops {
 // the hardware division. The typed evaluator, the interpreter and generated passes all call this.
 struct div_op : same_dtype_result {
   static constexpr std::string_view name = "div";
+  static constexpr std::string_view onnx_op = "Div";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "div(a, b) = a / b (operator/), elementwise. a and b have one dtype and broadcast (NumPy rules: "

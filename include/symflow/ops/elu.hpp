@@ -9,6 +9,7 @@
 #include "mul.hpp"
 #include "sub.hpp"
 #include "where.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
@@ -16,6 +17,16 @@ namespace ops {
 // alpha is an operand, as prelu's slope is (prelu.hpp says why).
 struct elu_op : floating_result {
   static constexpr std::string_view name = "elu";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX Elu takes alpha as a number; here alpha is an operand: where(x < 0, alpha * (exp(x) - 1), x).
+  static void write_onnx(onnx_node_writer& w) {
+    const dtype t = w.operand_dtype(0);
+    const std::string x = w.operand(0);
+    const std::string negative = w.add("Less", {x, w.scalar(t, 0.0)});
+    const std::string curve = w.add("Mul", {w.operand(1), w.add("Sub", {w.add("Exp", {x}), w.scalar(t, 1.0)})});
+    w.add("Where", {negative, curve, x}, {}, true);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "elu(x, alpha = 1) = alpha * (exp(x) - 1) where x < 0, else x, elementwise (ONNX Elu, PyTorch's "

@@ -9,6 +9,7 @@ namespace ops {
 // IEEE comparison: NaN equals nothing (itself included), -0 == +0.
 struct equal_op : comparison_result {
   static constexpr std::string_view name = "equal";
+  static constexpr std::string_view onnx_op = "Equal";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "equal(a, b): a == b elementwise as a bool mask (equal(a, b); operator== is not overloaded in "

@@ -16,6 +16,7 @@ namespace symflow {
 namespace ops {
 struct erf_op : floating_result {
   static constexpr std::string_view name = "erf";
+  static constexpr std::string_view onnx_op = "Erf";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "erf(x) = 2/sqrt(pi) * integral from 0 to x of exp(-t^2) dt, the error function, elementwise; f32 "

@@ -18,6 +18,7 @@ struct log_op;
 #endif
 struct exp_op : floating_result {
   static constexpr std::string_view name = "exp";
+  static constexpr std::string_view onnx_op = "Exp";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "exp(x) = e^x, elementwise; f32 or f64. exp(-Inf) = 0, exp(+Inf) = +Inf, exp(±0) = 1, NaN stays "

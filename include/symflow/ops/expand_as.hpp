@@ -2,6 +2,7 @@
 #define SYMFLOW_OPS_EXPAND_AS_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include "../expr/elementwise.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
@@ -11,6 +12,12 @@ namespace ops {
 // evaluator does not even compute them). Gradients use it to give a result its leaf's shape.
 struct expand_as_op {
   static constexpr std::string_view name = "expand_as";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX: Expand(a, Shape(like)).
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Expand", {w.operand(0), w.add("Shape", {w.operand(1)})}, {}, true);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "expand_as(a, like): a broadcast (NumPy rules: right-aligned, an extent of 1 stretches) to the "

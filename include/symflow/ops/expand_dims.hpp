@@ -10,6 +10,7 @@
 #include "../expr/runtime_forms.hpp"
 #include "sum.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -19,6 +20,10 @@ namespace ops {
 template <unsigned Bits>
 struct expand_dims_op {
   static constexpr std::string_view name = "expand_dims";
+  // ONNX Unsqueeze (axes as an input in opset 13 and later; positions in the result, as here).
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Unsqueeze", {w.operand(0), w.int64s(w.integers("axes"))}, {}, true);
+  }
   static constexpr std::string_view doc =
       "expand_dims(x), attribute axes: inserts axes of extent 1 at the listed positions of the result "
       "(positions count in the result; in C++ the bits of expand_dims<Bits>(x), bit i for result axis "

@@ -5,6 +5,7 @@
 // A kernel rather than a view because layouts have unsigned strides.
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -34,6 +36,11 @@ inline void run(const void* x, void* out, const runtime_extents& extents, std::s
 template <std::size_t Axis>
 struct flip_op {
   static constexpr std::string_view name = "flip";
+  // ONNX has no flip: a Slice with step -1 from the last index to before the first.
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Slice", {w.operand(0), w.int64s({-1}), w.int64s({std::numeric_limits<std::int64_t>::min()}),
+                    w.int64s({w.integer("axis")}), w.int64s({-1})}, {}, true);
+  }
   static constexpr std::string_view doc =
       "flip(x), attribute axis (in C++ flip<Axis>(x), negative from the last): x with the order of "
       "its indices along axis reversed, y[..., k, ...] = x[..., n - 1 - k, ...] (torch.flip, "

@@ -80,6 +80,7 @@ struct rounding_op : floating_result {
 
 struct floor_op : rounding_op<rounding_detail::toward_negative> {
   static constexpr std::string_view name = "floor";
+  static constexpr std::string_view onnx_op = "Floor";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "floor(x), elementwise: the largest integer not greater than x, as a value of x's dtype; f32 or "

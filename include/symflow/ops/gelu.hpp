@@ -9,12 +9,24 @@
 #include "exp.hpp"
 #include "mul.hpp"
 #include "square.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
 namespace ops {
 struct gelu_op : floating_result {
   static constexpr std::string_view name = "gelu";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX Gelu arrives in opset 20; in opset 17: x * 0.5 * (1 + erf(x / sqrt(2))), PyTorch's
+  // formula (it cancels for x below about -5, where this op keeps the tiny values).
+  static void write_onnx(onnx_node_writer& w) {
+    const dtype t = w.operand_dtype(0);
+    const std::string half_x = w.add("Mul", {w.operand(0), w.scalar(t, 0.5)});
+    const std::string phi = w.add("Add", {w.scalar(t, 1.0),
+                                          w.add("Erf", {w.add("Mul", {w.operand(0), w.scalar(t, 0.70710678118654752440)})})});
+    w.add("Mul", {half_x, phi}, {}, true);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "gelu(x) = x * Phi(x), the exact Gaussian error linear unit (Phi: the standard normal CDF), "

@@ -9,6 +9,7 @@ namespace ops {
 // IEEE comparison: false where either operand is NaN; +0 > -0 is false.
 struct greater_op : comparison_result {
   static constexpr std::string_view name = "greater";
+  static constexpr std::string_view onnx_op = "Greater";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "greater(a, b): a > b elementwise as a bool mask (operator> in C++). a and b have one dtype and "

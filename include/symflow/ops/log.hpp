@@ -16,6 +16,7 @@ struct exp_op;
 #endif
 struct log_op : floating_result {
   static constexpr std::string_view name = "log";
+  static constexpr std::string_view onnx_op = "Log";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "log(x), the natural logarithm, elementwise; f32 or f64. log(±0) = -Inf, log of a negative "

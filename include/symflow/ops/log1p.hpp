@@ -5,12 +5,20 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
 namespace ops {
 struct log1p_op : floating_result {
   static constexpr std::string_view name = "log1p";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX has no log1p: log(1 + x), which loses the digits of x below about 1e-8 (f32: 1e-4)
+  // relative to 1.
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Log", {w.add("Add", {w.operand(0), w.scalar(w.operand_dtype(0), 1.0)})}, {}, true);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "log1p(x) = log(1 + x), accurate for small x, elementwise; f32 (Eigen's vectorized log1p on the "

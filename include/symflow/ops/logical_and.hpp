@@ -10,6 +10,7 @@ namespace symflow {
 namespace ops {
 struct logical_and_op : mask_result {
   static constexpr std::string_view name = "logical_and";
+  static constexpr std::string_view onnx_op = "And";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "logical_and(a, b): a && b elementwise, as a bool mask. a and b are bool (as ONNX And; "

@@ -10,6 +10,7 @@ namespace symflow {
 namespace ops {
 struct logical_not_op : mask_result {
   static constexpr std::string_view name = "logical_not";
+  static constexpr std::string_view onnx_op = "Not";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "logical_not(x): !x elementwise, as a bool mask; x is bool (as ONNX Not; torch.logical_not and "

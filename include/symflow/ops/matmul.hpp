@@ -22,6 +22,7 @@ namespace ops {
 // (a bias, an activation) fuses into one pass over it.
 struct matmul_op {
   static constexpr std::string_view name = "matmul";
+  static constexpr std::string_view onnx_op = "MatMul";  // its ONNX form (expr/onnx_form.hpp)
   static constexpr std::string_view doc =
       "matmul(a, b): the matrix product, [M, K] x [K, N] -> [M, N]; batched, [B, M, K] x [B, K, N] -> "
       "[B, M, N], and [B, M, K] x [K, N] -> [B, M, N] with the same b for every batch. Other ranks and "

@@ -9,12 +9,17 @@
 #include "maximum.hpp"
 #include "extremum_rules.hpp"
 #include "packet_math.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
 namespace ops {
 struct max_op {
   static constexpr std::string_view name = "max";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX ReduceMax.
+  static void write_onnx(onnx_node_writer& w) { write_onnx_reduction(w, "ReduceMax", false); }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "max(x), attributes axes and keepdims: the largest element over axes; in C++ max(x) reduces "

@@ -15,6 +15,7 @@ namespace ops {
 // scalar form agree bit for bit (Eigen's pmax would return the second operand for a NaN in a packet).
 struct maximum_op : same_dtype_result {
   static constexpr std::string_view name = "maximum";
+  static constexpr std::string_view onnx_op = "Max";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "maximum(a, b): the larger of a and b, elementwise. a and b have one dtype and broadcast (NumPy "

@@ -6,12 +6,17 @@
 #include "../expr/reduction.hpp"
 #include "../expr/leaves.hpp"
 #include "packet_math.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
 namespace ops {
 struct mean_op {
   static constexpr std::string_view name = "mean";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX ReduceMean.
+  static void write_onnx(onnx_node_writer& w) { write_onnx_reduction(w, "ReduceMean", false); }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "mean(x), attributes axes and keepdims: the sum over axes (accumulated as sum's) divided by the "

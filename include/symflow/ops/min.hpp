@@ -9,12 +9,17 @@
 #include "minimum.hpp"
 #include "extremum_rules.hpp"
 #include "packet_math.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
 namespace ops {
 struct min_op {
   static constexpr std::string_view name = "min";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX ReduceMin.
+  static void write_onnx(onnx_node_writer& w) { write_onnx_reduction(w, "ReduceMin", false); }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "min(x), attributes axes and keepdims: the smallest element over axes; in C++ min(x) reduces "

@@ -15,6 +15,7 @@ namespace ops {
 // scalar form agree bit for bit (Eigen's pmin would return the second operand for a NaN in a packet).
 struct minimum_op : same_dtype_result {
   static constexpr std::string_view name = "minimum";
+  static constexpr std::string_view onnx_op = "Min";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "minimum(a, b): the smaller of a and b, elementwise. a and b have one dtype and broadcast (NumPy "

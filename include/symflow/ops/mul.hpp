@@ -15,6 +15,7 @@ namespace ops {
 // behaviour in C++, so integer operands are computed in unsigned arithmetic.
 struct mul_op : same_dtype_result {
   static constexpr std::string_view name = "mul";
+  static constexpr std::string_view onnx_op = "Mul";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "mul(a, b) = a * b (operator*), elementwise. a and b have one dtype and broadcast (NumPy rules: "

@@ -16,6 +16,7 @@ namespace ops {
 // negation is done in unsigned arithmetic).
 struct neg_op : same_dtype_result {
   static constexpr std::string_view name = "neg";
+  static constexpr std::string_view onnx_op = "Neg";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "neg(x) = -x (unary operator-), elementwise; any dtype. Floats get their sign bit flipped: "

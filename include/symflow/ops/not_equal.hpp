@@ -2,6 +2,7 @@
 #define SYMFLOW_OPS_NOT_EQUAL_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
 #include "comparison.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
@@ -9,6 +10,12 @@ namespace ops {
 // IEEE comparison: true where either operand is NaN, false for -0 vs +0.
 struct not_equal_op : comparison_result {
   static constexpr std::string_view name = "not_equal";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX: not(a == b).
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Not", {w.add("Equal", {w.operand(0), w.operand(1)})}, {}, true);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "not_equal(a, b): a != b elementwise as a bool mask (not_equal(a, b); operator!= is not "

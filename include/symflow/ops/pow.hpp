@@ -13,6 +13,7 @@ namespace ops {
 // IEEE 754 and NumPy; pow(-0, -1) = -Inf. Floating dtypes only.
 struct pow_op : floating_result {
   static constexpr std::string_view name = "pow";
+  static constexpr std::string_view onnx_op = "Pow";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "pow(a, b) = a^b, elementwise, by C's pow (std::pow; no SIMD form); f32 or f64. a and b have one "

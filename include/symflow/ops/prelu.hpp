@@ -14,6 +14,7 @@ namespace ops {
 // (and generated device code) reads as a constant, and a tensor slope broadcasts and is learnable.
 struct prelu_op : floating_result {
   static constexpr std::string_view name = "prelu";
+  static constexpr std::string_view onnx_op = "PRelu";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "prelu(x, slope) = slope * x where x < 0, else x, elementwise (ONNX PRelu; leaky_relu(x, alpha = "

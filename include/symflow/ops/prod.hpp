@@ -11,12 +11,17 @@
 #include "packet_math.hpp"
 #include "sum.hpp"
 #include "where.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
 namespace ops {
 struct prod_op {
   static constexpr std::string_view name = "prod";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX ReduceProd.
+  static void write_onnx(onnx_node_writer& w) { write_onnx_reduction(w, "ReduceProd", false); }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "prod(x), attributes axes and keepdims: the product of x's elements over axes (ONNX ReduceProd, "

@@ -16,6 +16,7 @@ namespace ops {
 // The packet form selects the same way, so a NaN's bits do not depend on its position.
 struct relu_op : same_dtype_result {
   static constexpr std::string_view name = "relu";
+  static constexpr std::string_view onnx_op = "Relu";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "relu(x) = max(x, 0), elementwise: x where x > 0, else +0; any dtype. relu(-0) = +0, relu(+Inf) "

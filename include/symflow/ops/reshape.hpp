@@ -7,6 +7,7 @@
 #include "../expr/runtime_forms.hpp"
 #include "law_example.hpp"
 #include "reshape_as.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -16,6 +17,10 @@ namespace ops {
 template <shape_spec Target>
 struct reshape_op {
   static constexpr std::string_view name = "reshape";
+  // ONNX Reshape; allowzero: a target extent 0 means 0 (ONNX's default copies the operand's).
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Reshape", {w.operand(0), w.int64s(w.integers("shape"))}, {{"allowzero", std::int64_t(1)}}, true);
+  }
   static constexpr std::string_view doc =
       "reshape(x), attribute shape: the same elements, in row-major order, with new extents; the "
       "element count must not change (a shape error otherwise). At most one target extent may be "

@@ -12,12 +12,17 @@
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
 
 struct reshape_as_op {
   static constexpr std::string_view name = "reshape_as";
+  // ONNX: Reshape(x, Shape(like)), a target extent 0 meaning 0.
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Reshape", {w.operand(0), w.add("Shape", {w.operand(1)})}, {{"allowzero", std::int64_t(1)}}, true);
+  }
   static constexpr std::string_view doc =
       "reshape_as(x, like): x's elements, in row-major order, with like's extents "
       "(torch.Tensor.reshape_as); like's values are never read, so it may have any dtype. The element "

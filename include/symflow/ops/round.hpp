@@ -13,6 +13,7 @@ namespace symflow {
 namespace ops {
 struct round_op : rounding_op<rounding_detail::current_mode> {
   static constexpr std::string_view name = "round";
+  static constexpr std::string_view onnx_op = "Round";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "round(x), elementwise: x rounded to the nearest integer, halfway cases to the even one (as ONNX "

@@ -5,12 +5,17 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
 namespace ops {
 struct rsqrt_op : floating_result {
   static constexpr std::string_view name = "rsqrt";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX: 1 / sqrt(x) (two roundings where this op has one).
+  static void write_onnx(onnx_node_writer& w) { w.add("Reciprocal", {w.add("Sqrt", {w.operand(0)})}, {}, true); }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "rsqrt(x) = 1 / sqrt(x), elementwise; f32 or f64, with two IEEE roundings (a correctly rounded "

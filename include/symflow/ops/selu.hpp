@@ -20,6 +20,7 @@ struct selu_constants {
 };
 struct selu_op : floating_result {
   static constexpr std::string_view name = "selu";
+  static constexpr std::string_view onnx_op = "Selu";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "selu(x) = scale * x where x > 0, else scale * alpha * (exp(x) - 1), elementwise, with "

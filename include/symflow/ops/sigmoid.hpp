@@ -14,6 +14,7 @@ namespace symflow {
 namespace ops {
 struct sigmoid_op : floating_result {
   static constexpr std::string_view name = "sigmoid";
+  static constexpr std::string_view onnx_op = "Sigmoid";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "sigmoid(x) = 1 / (1 + exp(-x)), elementwise, computed by that formula (with exp's packet "

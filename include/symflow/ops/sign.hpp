@@ -14,6 +14,7 @@ namespace ops {
 // sign(-0) = -0, sign(+0) = +0 (IEEE-style, as JAX/XLA; NumPy gives +0 for -0).
 struct sign_op : same_dtype_result {
   static constexpr std::string_view name = "sign";
+  static constexpr std::string_view onnx_op = "Sign";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "sign(x), elementwise: 1 where x > 0, -1 where x < 0, and x itself otherwise, so sign(-0) = -0, "

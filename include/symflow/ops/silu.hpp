@@ -9,12 +9,19 @@
 #include "mul.hpp"
 #include "sigmoid.hpp"
 #include "sub.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
 namespace ops {
 struct silu_op : floating_result {
   static constexpr std::string_view name = "silu";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX: x * sigmoid(x).
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Mul", {w.operand(0), w.add("Sigmoid", {w.operand(0)})}, {}, true);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "silu(x) = x * sigmoid(x) (also called swish), elementwise; f32 or f64. Computed as PyTorch's "

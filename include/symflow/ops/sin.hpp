@@ -11,6 +11,7 @@ namespace symflow {
 namespace ops {
 struct sin_op : floating_result {
   static constexpr std::string_view name = "sin";
+  static constexpr std::string_view onnx_op = "Sin";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "sin(x), x in radians, elementwise; f32 (Eigen's vectorized sin on the host: the same bits in "

@@ -9,6 +9,7 @@
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -50,6 +51,12 @@ range runtime_range(const std::string& who, const Attrs& a, std::size_t axis, co
 template <std::size_t Axis>
 struct slice_op {
   static constexpr std::string_view name = "slice";
+  // ONNX Slice over one axis (starts, ends, axes and steps as inputs).
+  static void write_onnx(onnx_node_writer& w) {
+    const std::int64_t step = w.has("step") ? w.integer("step") : 1;
+    w.add("Slice", {w.operand(0), w.int64s({w.integer("begin")}), w.int64s({w.integer("end")}),
+                    w.int64s({w.integer("axis")}), w.int64s({step})}, {}, true);
+  }
   static constexpr std::string_view doc =
       "slice(x), attributes axis, begin, end and step (>= 1, default 1): indices begin, begin + step, "
       "... below end of one axis, and all of the others; 0 <= begin <= end <= the axis's extent and "

@@ -13,6 +13,7 @@ namespace symflow {
 namespace ops {
 struct softplus_op : floating_result {
   static constexpr std::string_view name = "softplus";
+  static constexpr std::string_view onnx_op = "Softplus";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "softplus(x) = log(1 + exp(x)), elementwise, computed as max(x, 0) + log1p(exp(-|x|)) so that it "

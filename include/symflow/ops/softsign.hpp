@@ -13,6 +13,7 @@ namespace symflow {
 namespace ops {
 struct softsign_op : floating_result {
   static constexpr std::string_view name = "softsign";
+  static constexpr std::string_view onnx_op = "Softsign";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "softsign(x) = x / (1 + |x|), elementwise: a smooth sign with values in (-1, 1) that approaches "

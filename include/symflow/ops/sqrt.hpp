@@ -12,6 +12,7 @@ namespace symflow {
 namespace ops {
 struct sqrt_op : floating_result {
   static constexpr std::string_view name = "sqrt";
+  static constexpr std::string_view onnx_op = "Sqrt";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "sqrt(x), elementwise; f32 or f64, correctly rounded (the vectorized form gives std::sqrt's "

@@ -7,6 +7,7 @@
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
 #include "../expr/rewrite.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
@@ -15,6 +16,10 @@ namespace ops {
 // behaviour in C++, so integer operands are computed in unsigned arithmetic.
 struct square_op : same_dtype_result {
   static constexpr std::string_view name = "square";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX: x * x.
+  static void write_onnx(onnx_node_writer& w) { w.add("Mul", {w.operand(0), w.operand(0)}, {}, true); }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "square(x) = x * x, elementwise, one multiplication as mul; any dtype. square(-0) = +0, "

@@ -15,6 +15,7 @@ namespace ops {
 // behaviour in C++, so integer operands are computed in unsigned arithmetic.
 struct sub_op : same_dtype_result {
   static constexpr std::string_view name = "sub";
+  static constexpr std::string_view onnx_op = "Sub";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "sub(a, b) = a - b (binary operator-), elementwise. a and b have one dtype and broadcast (NumPy "

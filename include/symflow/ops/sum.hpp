@@ -6,12 +6,17 @@
 #include "../expr/reduction.hpp"
 #include "../expr/leaves.hpp"
 #include "packet_math.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
 namespace ops {
 struct sum_op {
   static constexpr std::string_view name = "sum";
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX ReduceSum (axes as an input in opset 13 and later).
+  static void write_onnx(onnx_node_writer& w) { write_onnx_reduction(w, "ReduceSum", true); }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "sum(x), attributes axes and keepdims: the sum of x's elements over axes; in C++ sum(x) reduces "

@@ -11,6 +11,7 @@ namespace symflow {
 namespace ops {
 struct tanh_op : floating_result {
   static constexpr std::string_view name = "tanh";
+  static constexpr std::string_view onnx_op = "Tanh";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "tanh(x), elementwise; f32 (Eigen's vectorized tanh on the host: the same bits in SIMD and "

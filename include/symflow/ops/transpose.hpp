@@ -6,6 +6,7 @@
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -14,6 +15,10 @@ namespace ops {
 template <std::size_t... Perm>
 struct permute_op {
   static constexpr std::string_view name = "transpose";
+  // ONNX Transpose, with the same perm.
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Transpose", {w.operand(0)}, {{"perm", w.integers("perm")}}, true);
+  }
   static constexpr std::string_view doc =
       "transpose(x), attribute perm: result axis i is operand axis perm[i], so result extent i is "
       "operand extent perm[i]; perm must be a permutation of 0..rank-1 (a shape error otherwise). A "

@@ -14,6 +14,7 @@
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -48,6 +49,11 @@ inline void run(const void* x, void* out, const runtime_extents& e, bool upper, 
 template <bool Upper>
 struct trilu_op {
   static constexpr std::string_view name = "trilu";
+  // ONNX Trilu, k as an input.
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Trilu", {w.operand(0), w.scalar(dtype::i64, double(w.integer("k")))},
+          {{"upper", std::int64_t(w.boolean("upper"))}}, true);
+  }
   static constexpr std::string_view doc =
       "trilu(x), attributes upper and k (ONNX Trilu; in C++ tril(x, k = 0) and triu(x, k = 0), as "
       "numpy and torch): x of rank >= 2 with the elements of its last two axes outside a triangle set "

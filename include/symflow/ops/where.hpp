@@ -11,6 +11,7 @@ namespace ops {
 // taken does not propagate. Scalar only (no packet form).
 struct where_op {
   static constexpr std::string_view name = "where";
+  static constexpr std::string_view onnx_op = "Where";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "where(mask, a, b): elementwise selection, a where mask is true and b elsewhere. mask is bool, a "

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""An independent reference for symflow's ONNX export: checks each exported model with ONNX's own
+checker (full_check: shape and type inference too) and evaluates it with NumPy, op by op, from the
+ONNX operator specification (opset 17) alone; compares with what symflow's interpreter computed.
+
+Usage: onnx_reference.py CASES_DIR
+Each case is a folder: model.onnx, input_K.npy (in the order of the graph's inputs), expected_K.npy
+(in the order of its outputs). Prints one line per case; exits 1 if any case fails.
+"""
+import math
+import pathlib
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ONNX_TO_NUMPY = {1: np.float32, 11: np.float64, 6: np.int32, 7: np.int64, 9: np.bool_}
+
+
+def _exact(f):
+    """Transcendental functions in float64 (correctly rounded to float32 for float32 data)."""
+    return lambda x: f(x.astype(np.float64)).astype(x.dtype)
+
+
+def _erf(x):
+    return _exact(np.vectorize(math.erf, otypes=[np.float64]))(x)
+
+
+def _reduce(f, node, x, axes):
+    keep = bool(_attr(node, "keepdims", 1))
+    if axes is None:
+        axes = tuple(range(x.ndim))
+    with np.errstate(all="ignore"):
+        return f(x, axis=tuple(int(a) for a in axes), keepdims=keep)
+
+
+def _attr(node, name, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def _slice(x, starts, ends, axes, steps):
+    index = [slice(None)] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        index[int(a)] = slice(int(s), int(e), int(st))
+    return x[tuple(index)]
+
+
+def evaluate(node, ins):
+    op = node.op_type
+    unary = {
+        "Abs": np.abs, "Ceil": np.ceil, "Floor": np.floor, "Neg": np.negative, "Sign": np.sign,
+        "Sqrt": np.sqrt, "Reciprocal": np.reciprocal, "Not": np.logical_not, "Identity": lambda x: x,
+        "Round": np.round, "Exp": _exact(np.exp), "Log": _exact(np.log), "Cos": _exact(np.cos),
+        "Sin": _exact(np.sin), "Tanh": _exact(np.tanh), "Erf": _erf,
+        "Sigmoid": _exact(lambda x: 1 / (1 + np.exp(-x))),
+        "Softplus": _exact(lambda x: np.logaddexp(0, x)),
+        "Softsign": lambda x: x / (1 + np.abs(x)),
+        "Relu": lambda x: np.where(np.isnan(x), x, np.maximum(x, 0)).astype(x.dtype),
+    }
+    binary = {
+        "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
+        "Equal": np.equal, "Greater": np.greater, "GreaterOrEqual": np.greater_equal, "Less": np.less,
+        "LessOrEqual": np.less_equal, "And": np.logical_and, "Or": np.logical_or, "MatMul": np.matmul,
+    }
+    with np.errstate(all="ignore"):
+        if op in unary:
+            return unary[op](ins[0])
+        if op in binary:
+            return binary[op](ins[0], ins[1])
+        if op == "Max":
+            return _fold(np.maximum, ins)
+        if op == "Min":
+            return _fold(np.minimum, ins)
+        if op == "Where":
+            return np.where(ins[0], ins[1], ins[2])
+        if op == "PRelu":
+            return np.where(ins[0] < 0, ins[1] * ins[0], ins[0]).astype(ins[0].dtype)
+        if op == "Selu":
+            alpha = _attr(node, "alpha", 1.67326319217681884765625)
+            gamma = _attr(node, "gamma", 1.05070102214813232421875)
+            x = ins[0].astype(np.float64)
+            return (gamma * np.where(x > 0, x, alpha * np.expm1(x))).astype(ins[0].dtype)
+        if op == "Cast":
+            return ins[0].astype(ONNX_TO_NUMPY[_attr(node, "to")])
+        if op == "Shape":
+            return np.array(ins[0].shape, dtype=np.int64)
+        if op == "Expand":
+            return ins[0] * np.ones(tuple(ins[1]), dtype=ins[0].dtype)
+        if op == "ReduceSum":
+            return _reduce(np.sum, node, ins[0], ins[1] if len(ins) > 1 else None).astype(ins[0].dtype)
+        if op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"):
+            f = {"ReduceMean": np.mean, "ReduceMax": np.max, "ReduceMin": np.min, "ReduceProd": np.prod}[op]
+            x = ins[0].astype(np.float64) if op in ("ReduceMean", "ReduceProd") else ins[0]
+            return _reduce(f, node, x, _attr(node, "axes")).astype(ins[0].dtype)
+        if op == "Transpose":
+            return np.transpose(ins[0], _attr(node, "perm"))
+        if op == "Reshape":
+            return np.reshape(ins[0], tuple(int(e) for e in ins[1]))
+        if op == "Unsqueeze":
+            return np.expand_dims(ins[0], tuple(int(a) for a in ins[1]))
+        if op == "Concat":
+            return np.concatenate(ins, axis=_attr(node, "axis"))
+        if op == "Slice":
+            return _slice(ins[0], ins[1], ins[2], ins[3], ins[4])
+        if op in ("ArgMax", "ArgMin"):
+            return _arg_extremum(np.argmax if op == "ArgMax" else np.argmin, node, ins[0])
+        if op == "CumSum":
+            return _cumsum(ins[0], int(ins[1].reshape(-1)[0]), _attr(node, "exclusive", 0), _attr(node, "reverse", 0))
+        if op == "Trilu":
+            k = int(ins[1]) if len(ins) > 1 else 0
+            keep = np.triu(np.ones(ins[0].shape[-2:], dtype=bool), k) if _attr(node, "upper", 1) else \
+                np.tril(np.ones(ins[0].shape[-2:], dtype=bool), k)
+            return np.where(keep, ins[0], np.zeros_like(ins[0]))
+    raise NotImplementedError(f"the reference has no {op}")
+
+
+def _arg_extremum(f, node, x):
+    axis = _attr(node, "axis", 0)
+    if _attr(node, "select_last_index", 0):
+        i = x.shape[axis] - 1 - f(np.flip(x, axis), axis=axis)
+    else:
+        i = f(x, axis=axis)
+    i = i.astype(np.int64)
+    return np.expand_dims(i, axis) if _attr(node, "keepdims", 1) else i
+
+
+def _cumsum(x, axis, exclusive, reverse):
+    """Running sums accumulated in float64 (exact enough to judge float32 results)."""
+    wide = x.astype(np.float64) if x.dtype.kind == "f" else x
+    if reverse:
+        wide = np.flip(wide, axis)
+    y = np.cumsum(wide, axis=axis)
+    if exclusive:
+        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=axis)), np.take(y, range(y.shape[axis] - 1), axis=axis)],
+                           axis=axis)
+    if reverse:
+        y = np.flip(y, axis)
+    return y.astype(x.dtype)
+
+
+def _fold(f, ins):
+    out = ins[0]
+    for x in ins[1:]:
+        out = f(out, x)
+    return out
+
+
+def run_model(model, inputs):
+    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for info, x in zip(model.graph.input, inputs):
+        values[info.name] = x
+    for node in model.graph.node:
+        out = evaluate(node, [values[name] for name in node.input])
+        values[node.output[0]] = np.asarray(out)
+    return [values[o.name] for o in model.graph.output]
+
+
+def differences(got, want):
+    """Where got (the reference) and want (symflow) disagree beyond rounding."""
+    if got.shape != want.shape:
+        return f"shape {got.shape} vs {want.shape}"
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype} vs {want.dtype}"
+    if got.dtype.kind != "f":
+        bad = got != want
+    else:
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        rtol = 2e-5 if got.dtype == np.float32 else 1e-12
+        scale = max(1.0, float(np.max(np.abs(w[np.isfinite(w)]), initial=0.0)))
+        with np.errstate(invalid="ignore"):
+            close = np.abs(g - w) <= rtol * np.abs(w) + rtol * 0.05 * scale
+        same_special = (np.isnan(g) & np.isnan(w)) | (np.isinf(g) & (g == w))
+        bad = ~(close | same_special) | (np.isnan(g) != np.isnan(w))
+    if not bad.any():
+        return None
+    i = tuple(int(k) for k in np.argwhere(bad)[0])
+    return f"{int(bad.sum())} of {bad.size} elements differ, first at {i}: reference {got[i]!r}, symflow {want[i]!r}"
+
+
+def check_case(folder):
+    model = onnx.load(str(folder / "model.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    inputs = [np.load(folder / f"input_{k}.npy") for k in range(len(model.graph.input))]
+    expected = [np.load(folder / f"expected_{k}.npy") for k in range(len(model.graph.output))]
+    for k, (got, want) in enumerate(zip(run_model(model, inputs), expected)):
+        why = differences(np.asarray(got), want)
+        if why:
+            return f"output {k}: {why}"
+    return None
+
+
+def main():
+    root = pathlib.Path(sys.argv[1])
+    failed = 0
+    cases = sorted(p for p in root.iterdir() if p.is_dir())
+    for folder in cases:
+        try:
+            why = check_case(folder)
+        except Exception as e:  # a checker refusal or an op the reference lacks is a failure too
+            why = f"{type(e).__name__}: {e}"
+        print(f"{'FAIL' if why else 'ok  '} {folder.name}{': ' + why if why else ''}")
+        failed += bool(why)
+    print(f"{len(cases) - failed} of {len(cases)} cases agree")
+    return 1 if failed or not cases else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,6 +5,7 @@
 //   symflow run FILE --feed NAME=PATH.npy ... [--out DIR]
 //   symflow grad FILE --wrt NAME [--wrt NAME ...] -o OUT
 //   symflow convert IN OUT
+//   symflow export FILE OUT.onnx [--params CHECKPOINT]
 //   symflow ops
 // Any bad input ends the program with exit code 1 and one line "symflow: <reason>" on stderr, so
 // scripts can test the code and show the line.
@@ -28,6 +29,11 @@
 #include <symflow/runtime/interpreter.hpp>
 
 #include "cli_feeds.hpp"
+
+#if SYMFLOW_CLI_HAS_ONNX
+#include <symflow/io/onnx.hpp>
+#include <symflow/train/checkpoint.hpp>
+#endif
 
 #if __has_include(<symflow/runtime/grad.hpp>)
 #include <symflow/runtime/grad.hpp>
@@ -64,6 +70,10 @@ commands:
   convert IN OUT
       Rewrites a graph file in the other form (JSON -> binary, binary -> JSON); an OUT name
       ending in .json or .sfg chooses the form explicitly. Embedded parameter values are kept.
+  export FILE OUT.onnx [--params CHECKPOINT]
+      Writes the graph as an ONNX model (opset 17; docs/onnx.md). Parameters become initialisers
+      with the values of the checkpoint (.safetensors) or, without one, those embedded in FILE;
+      others become graph inputs. An op without an ONNX form is an error naming every such node.
   ops
       The op reference as Markdown on stdout: every op of the op list, sorted by name, with its
       kind, operand count, attributes and the doc string of its own file (docs/ops.md is this
@@ -258,6 +268,21 @@ int grad_command(const std::vector<std::string>& args) {
 #endif
 }
 
+int export_command(const std::vector<std::string>& args) {
+  const auto a = parse_arguments("export", args, {"--params"}, 2);
+  const auto loaded = load_graph_file(a.positional[0]);
+#if SYMFLOW_CLI_HAS_ONNX
+  std::optional<checkpoint> weights;
+  if (const auto path = a.single("export", "--params")) weights = load_checkpoint(*path);
+  save_onnx(loaded.value, a.positional[1], weights ? &weights->tensors : nullptr);
+  std::cout << "wrote " << a.positional[1] << " (ONNX, opset " << onnx_opset << "): " << loaded.value.nodes.size()
+            << " nodes\n";
+  return 0;
+#else
+  throw usage_error("export: not available in this build (it needs libonnx-dev)");
+#endif
+}
+
 // The op reference (symflow ops; docs/ops.md is its output). Everything comes from the op list:
 // registered_ops (ir/op_registry.hpp) gives each op's type, whose `doc` member is the paragraph,
 // and the op's schema gives the operand count and the attributes a graph file spells.
@@ -389,8 +414,10 @@ int dispatch(int argc, char** argv) {
   if (command == "run") return run_command(args);
   if (command == "grad") return grad_command(args);
   if (command == "convert") return convert_command(args);
+  if (command == "export") return export_command(args);
   if (command == "ops") return ops_command(args);
-  throw usage_error("unknown command '" + command + "' (commands: inspect, dot, run, grad, convert, ops; see symflow --help)");
+  throw usage_error("unknown command '" + command +
+                    "' (commands: inspect, dot, run, grad, convert, export, ops; see symflow --help)");
 }
 
 }  // namespace

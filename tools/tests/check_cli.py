@@ -114,6 +114,39 @@ def case_convert(tool, data):
                 fail("convert: %s differs from the fixture" % path)
 
 
+def case_export(tool, data):
+    os.makedirs(tool.work, exist_ok=True)
+    out = tool.file("dense.onnx")
+    result = subprocess.run([tool.path, "export", os.path.join(data, "dense_v1.json"), out], capture_output=True, text=True)
+    if result.returncode == 1 and "not available in this build" in result.stderr:
+        print("skipped: this symflow was built without libonnx-dev")
+        sys.exit(77)
+    if result.returncode != 0 or "opset 17" not in result.stdout:
+        fail("symflow export: exit %d\nstdout: %s\nstderr: %s" % (result.returncode, result.stdout, result.stderr))
+    try:
+        import onnx
+    except ImportError:
+        print("skipped: python3 has no onnx module (Debian: python3-onnx)")
+        sys.exit(77)
+    model = onnx.load(out)
+    onnx.checker.check_model(model, full_check=True)
+    # W's value is embedded in the fixture, b's is not: W an initialiser, b an input beside x.
+    inputs = [i.name for i in model.graph.input]
+    if inputs != ["x", "b"] or "W" not in [t.name for t in model.graph.initializer]:
+        fail("export: inputs %s, initialisers %s" % (inputs, [t.name for t in model.graph.initializer]))
+    if model.graph.input[0].type.tensor_type.shape.dim[0].dim_param != "x_dim0":
+        fail("export: x's unknown extent is not the symbolic dimension x_dim0")
+    # An op without an ONNX form is refused, naming the node.
+    gather = tool.file("gather.json")
+    with open(gather, "w") as f:
+        f.write('{"format":"symflow.graph","version":1,"inputs":[],"constants":[],"outputs":[2],"parameters":['
+                '{"id":0,"name":"t","scope":"","dtype":"f32","shape":[3],"file":"","line":0,"value":{"shape":[3],"values":[1,2,3]}},'
+                '{"id":1,"name":"i","scope":"","dtype":"i32","shape":[2],"file":"","line":0,"value":{"shape":[2],"values":[2,0]}}],'
+                '"nodes":[{"id":2,"op":"gather","name":"lookup","inputs":[0,1],"attrs":{"axis":0},"dtype":"f32","shape":[2],'
+                '"file":"","line":0}]}')
+    tool.refuses(["export", gather, tool.file("gather.onnx")], "node 'lookup': op 'gather' has no ONNX form")
+
+
 def case_ops(tool, data, reference):
     """`symflow ops` prints a section with a doc string for every op (it exits 1 naming any op
     without one), and docs/ops.md is exactly that output."""

@@ -164,6 +164,29 @@ TEST_F(OnnxExport, EveryFormMatchesAnIndependentReference) {
     feeds.emplace("like", runtime_tensor(random_values<float, shape<dyn>>({15}, 8)));
     write_expression_case("reshape_as", feeds, reshape_as(x, like));
   }
+  {
+    // NHWC convolutions and pooling (through Transposes to ONNX's NCHW), and an embedding lookup.
+    const auto image = placeholder<"image", float, shape<dyn, 7, 6, 4>>();
+    const auto filter = placeholder<"filter", float, shape<3, 3, 4, 6>>();
+    const auto grouped = placeholder<"grouped", float, shape<2, 2, 2, 6>>();
+    const auto ids = placeholder<"ids", std::int32_t, shape<dyn>>();
+    tensor<std::int32_t, shape<dyn>> id_values({5}, uninitialized);
+    const std::int32_t picks[] = {2, 0, -1, 1, -3};
+    std::copy(std::begin(picks), std::end(picks), id_values.begin());
+    const runtime_feeds images{
+        {"image", runtime_tensor(random_values<float, shape<dyn, 7, 6, 4>>({2, 7, 6, 4}, 9, true))},
+        {"filter", runtime_tensor(random_values<float, shape<3, 3, 4, 6>>({3, 3, 4, 6}, 10, true))},
+        {"grouped", runtime_tensor(random_values<float, shape<2, 2, 2, 6>>({2, 2, 2, 6}, 11, true))},
+        {"x", xy.at("x")},
+        {"ids", runtime_tensor(id_values)}};
+    write_expression_case("conv2d_same", images, conv2d<1, padding::same>(image, filter));
+    write_expression_case("conv2d_strided_dilated", images, conv2d<2, padding::same, 2>(image, filter));
+    write_expression_case("conv2d_valid_groups", images, conv2d<2, padding::valid, 1, 2>(image, grouped));
+    write_expression_case("max_pool2d", images, max_pool2d<2>(image), max_pool2d<3, 2, 1>(image));
+    write_expression_case("avg_pool2d", images, avg_pool2d<2>(image),
+                          avg_pool2d<3, 2, 1, pool_options::count_include_pad>(image), avg_pool2d<3, 2, 1>(image));
+    write_expression_case("gather", images, gather<1>(x, ids), gather<0>(x, ids));
+  }
   // Graph outputs: the same value twice, and an input.
   write_expression_case("outputs", xy, x + y, x + y, x);
 
@@ -233,14 +256,15 @@ TEST_F(OnnxExport, ParametersBecomeInitialisersWithTheStoresValues) {
 TEST_F(OnnxExport, OpsWithoutAFormAreAllNamedInOneError) {
   const auto x = placeholder<"x", float, shape<dyn, 5>>();
   const auto labels = placeholder<"labels", std::int32_t, shape<dyn>>();
-  const graph g = to_graph(gather<0>(x, labels) + 1.0f, one_hot<4>(labels));
+  const auto where = placeholder<"where", std::int32_t, shape<dyn, 5>>();
+  const graph g = to_graph(gather_elements<1>(x, where) + 1.0f, one_hot<4>(labels));
   try {
     (void)to_onnx(g);
     ADD_FAILURE() << "expected onnx_error";
   } catch (const onnx_error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("2 node(s) have no ONNX form"), std::string::npos) << what;
-    EXPECT_NE(what.find("op 'gather'"), std::string::npos) << what;
+    EXPECT_NE(what.find("op 'gather_elements'"), std::string::npos) << what;
     EXPECT_NE(what.find("op 'one_hot'"), std::string::npos) << what;
   }
 }

@@ -106,6 +106,12 @@ def evaluate(node, ins):
             return np.concatenate(ins, axis=_attr(node, "axis"))
         if op == "Slice":
             return _slice(ins[0], ins[1], ins[2], ins[3], ins[4])
+        if op == "Conv":
+            return _conv(node, ins[0], ins[1])
+        if op in ("MaxPool", "AveragePool"):
+            return _pool(node, ins[0], op == "MaxPool")
+        if op == "Gather":
+            return np.take(ins[0], ins[1].astype(np.int64), axis=_attr(node, "axis", 0))
         if op in ("ArgMax", "ArgMin"):
             return _arg_extremum(np.argmax if op == "ArgMax" else np.argmin, node, ins[0])
         if op == "CumSum":
@@ -140,6 +146,82 @@ def _cumsum(x, axis, exclusive, reverse):
     if reverse:
         y = np.flip(y, axis)
     return y.astype(x.dtype)
+
+
+def _auto_pads(node, spatial, kernel, strides, dilations):
+    """ONNX's pads [begin..., end...] from auto_pad (VALID, SAME_UPPER) or the pads attribute."""
+    auto = _attr(node, "auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    n = len(spatial)
+    if auto == "VALID":
+        return [0] * (2 * n)
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        begin, end = [], []
+        for size, k, s, d in zip(spatial, kernel, strides, dilations):
+            out = -(-size // s)
+            total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+            small = total // 2
+            begin.append(small if auto == "SAME_UPPER" else total - small)
+            end.append(total - begin[-1])
+        return begin + end
+    return list(_attr(node, "pads", [0] * (2 * n)))
+
+
+def _windows(x, kernel, strides, dilations, pads, fill):
+    """x [N, C, H, W] padded with `fill`; yields (i, j, window [N, C, KH, KW], valid mask [KH, KW])."""
+    n, c, h, w = x.shape
+    top, left, bottom, right = pads
+    padded = np.full((n, c, h + top + bottom, w + left + right), fill, dtype=np.float64)
+    padded[:, :, top:top + h, left:left + w] = x
+    inside = np.zeros(padded.shape[2:], dtype=bool)
+    inside[top:top + h, left:left + w] = True
+    span_h, span_w = (kernel[0] - 1) * dilations[0] + 1, (kernel[1] - 1) * dilations[1] + 1
+    out_h = (padded.shape[2] - span_h) // strides[0] + 1
+    out_w = (padded.shape[3] - span_w) // strides[1] + 1
+    for i in range(out_h):
+        for j in range(out_w):
+            rows = slice(i * strides[0], i * strides[0] + span_h, dilations[0])
+            cols = slice(j * strides[1], j * strides[1] + span_w, dilations[1])
+            yield i, j, out_h, out_w, padded[:, :, rows, cols], inside[rows, cols]
+
+
+def _conv(node, x, w):
+    """ONNX Conv, NCHW input and OIHW filter, in float64."""
+    strides = list(_attr(node, "strides", [1, 1]))
+    dilations = list(_attr(node, "dilations", [1, 1]))
+    group = _attr(node, "group", 1)
+    kernel = list(w.shape[2:])
+    pads = _auto_pads(node, x.shape[2:], kernel, strides, dilations)
+    out = None
+    per_group_in, per_group_out = x.shape[1] // group, w.shape[0] // group
+    for i, j, oh, ow, window, _ in _windows(x, kernel, strides, dilations, pads, 0.0):
+        if out is None:
+            out = np.zeros((x.shape[0], w.shape[0], oh, ow))
+        for g in range(group):
+            part = window[:, g * per_group_in:(g + 1) * per_group_in]
+            filters = w[g * per_group_out:(g + 1) * per_group_out].astype(np.float64)
+            out[:, g * per_group_out:(g + 1) * per_group_out, i, j] = np.einsum("nchw,ochw->no", part, filters)
+    return out.astype(x.dtype)
+
+
+def _pool(node, x, is_max):
+    kernel = list(_attr(node, "kernel_shape"))
+    strides = list(_attr(node, "strides", [1, 1]))
+    dilations = list(_attr(node, "dilations", [1, 1]))
+    if _attr(node, "ceil_mode", 0):
+        raise NotImplementedError("the reference has no ceil_mode")
+    pads = _auto_pads(node, x.shape[2:], kernel, strides, dilations)
+    include_pad = _attr(node, "count_include_pad", 0)
+    out = None
+    for i, j, oh, ow, window, inside in _windows(x, kernel, strides, dilations, pads, -np.inf if is_max else 0.0):
+        if out is None:
+            out = np.zeros(x.shape[:2] + (oh, ow))
+        if is_max:
+            out[:, :, i, j] = window.max(axis=(2, 3))
+        else:
+            count = inside.size if include_pad else inside.sum()
+            out[:, :, i, j] = window.sum(axis=(2, 3)) / count
+    return out.astype(x.dtype)
 
 
 def _fold(f, ins):

@@ -18,6 +18,7 @@
 #include "conv2d_depthwise.hpp"
 #include "conv2d_geometry.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -49,6 +50,19 @@ void forward(const geometry& g, const T* x, const T* w, T* y) {
 template <std::size_t Stride, padding Padding, std::size_t Dilation, std::size_t Groups>
 struct conv2d_op : conv2d_attributes<Stride, Padding, Dilation, Groups> {
   static constexpr std::string_view name = "conv2d";
+  // ONNX Conv works on NCHW with an OIHW filter: operands and result go through Transposes. Same
+  // padding is ONNX's SAME_UPPER (the odd pad at the end, on the dilated window's span, as here).
+  static void write_onnx(onnx_node_writer& w) {
+    using list = std::vector<std::int64_t>;
+    const std::int64_t s = w.integer("stride"), d = w.has("dilation") ? w.integer("dilation") : 1,
+                       g = w.has("groups") ? w.integer("groups") : 1;
+    const std::string x = w.add("Transpose", {w.operand(0)}, {{"perm", list{0, 3, 1, 2}}});
+    const std::string f = w.add("Transpose", {w.operand(1)}, {{"perm", list{3, 2, 0, 1}}});
+    const std::string y = w.add("Conv", {x, f},
+                                {{"strides", list{s, s}}, {"dilations", list{d, d}}, {"group", g},
+                                 {"auto_pad", std::string(w.boolean("same_padding") ? "SAME_UPPER" : "VALID")}});
+    w.add("Transpose", {y}, {{"perm", list{0, 2, 3, 1}}}, true);
+  }
   static constexpr std::string_view doc =
       "conv2d(x, w), attributes stride (>= 1, the same along both spatial axes), same_padding, "
       "dilation (>= 1, default 1) and groups (>= 1, default 1): 2-D convolution of an NHWC input x [N, "

@@ -12,6 +12,7 @@
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -138,6 +139,10 @@ struct backward_rules {
 template <std::size_t Axis>
 struct gather_op : gather_detail::forward_rules<gather_op, gather_backward_op, Axis> {
   static constexpr std::string_view name = "gather";
+  // ONNX Gather (negative indices count from the end there too).
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("Gather", {w.operand(0), w.operand(1)}, {{"axis", w.integer("axis")}}, true);
+  }
   static constexpr std::string_view doc =
       "gather(data, indices), attribute axis (ONNX Gather, numpy.take; in C++ gather<Axis>(data, "
       "indices), Axis negative from the last, and embedding(table, ids) = gather<0>): the slices of "

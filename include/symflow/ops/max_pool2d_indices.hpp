@@ -24,6 +24,7 @@ namespace pool_detail {
 // max_pool2d's geometry and rules under this op's name (messages and graph nodes say which op).
 struct max_indices_pooling : max_pooling {
   static constexpr std::string_view name = "max_pool2d_indices";
+  static constexpr std::string_view onnx_op = "";  // none: ONNX's MaxPool indices count over all of NCHW
 };
 }  // namespace pool_detail
 

@@ -22,6 +22,7 @@
 #include "../expr/structural.hpp"
 #include "law_example.hpp"
 #include "pool2d_geometry.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -78,6 +79,7 @@ consteval bool static_adjoint_fits() {
 struct max_pooling {
   static constexpr std::string_view name = "max_pool2d", backward_name = "max_pool2d_backward";
   static constexpr const char* result = "max_pool2d's result";
+  static constexpr std::string_view onnx_op = "MaxPool";
   static constexpr bool averages = false;
   template <class T>
   static void forward(const geometry& g, const T* x, T* y) {
@@ -87,6 +89,7 @@ struct max_pooling {
 struct avg_pooling {
   static constexpr std::string_view name = "avg_pool2d", backward_name = "avg_pool2d_backward";
   static constexpr const char* result = "avg_pool2d's result";
+  static constexpr std::string_view onnx_op = "AveragePool";
   static constexpr bool averages = true;
   template <class T>
   static void forward(const geometry& g, const T* x, T* y) {
@@ -134,6 +137,29 @@ template <std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, std::s
 struct pool2d_forward_rules : pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, Pooling> {
   using base = pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, DH, DW, Pooling>;
   static constexpr std::string_view name = Pooling::name;
+  // ONNX MaxPool / AveragePool work on NCHW: the operand and the result go through Transposes. The
+  // pads are in ONNX's order already (top, left, bottom, right). AveragePool has dilations only
+  // from opset 19. (max_pool2d_indices shares these rules but has no form: ONNX's indices count
+  // over the whole NCHW tensor, its own within one image and channel.)
+  static void write_onnx(onnx_node_writer& w)
+    requires(!Pooling::onnx_op.empty())
+  {
+    using list = std::vector<std::int64_t>;
+    const list dilation = w.has("dilation") ? w.integers("dilation") : list{1, 1};
+    std::vector<onnx_attribute> a{{"kernel_shape", w.integers("window")},
+                                  {"strides", w.integers("stride")},
+                                  {"pads", w.integers("pads")},
+                                  {"ceil_mode", std::int64_t(w.has("ceil_mode") && w.boolean("ceil_mode"))}};
+    if constexpr (Pooling::averages) {
+      if (dilation != list{1, 1}) w.refuse("ONNX's AveragePool has no dilations before opset 19");
+      a.push_back({"count_include_pad", std::int64_t(w.has("count_include_pad") && w.boolean("count_include_pad"))});
+    } else {
+      a.push_back({"dilations", dilation});
+    }
+    const std::string x = w.add("Transpose", {w.operand(0)}, {{"perm", list{0, 3, 1, 2}}});
+    const std::string y = w.add(Pooling::onnx_op, {x}, std::move(a));
+    w.add("Transpose", {y}, {{"perm", list{0, 2, 3, 1}}}, true);
+  }
   template <class S>
   static constexpr bool shapes_ok = pool_detail::static_shape_fits<S, KH, KW, SH, SW, PH, PW, O, DH, DW>();
   template <class S>

@@ -137,14 +137,13 @@ def case_export(tool, data):
     if model.graph.input[0].type.tensor_type.shape.dim[0].dim_param != "x_dim0":
         fail("export: x's unknown extent is not the symbolic dimension x_dim0")
     # An op without an ONNX form is refused, naming the node.
-    gather = tool.file("gather.json")
-    with open(gather, "w") as f:
-        f.write('{"format":"symflow.graph","version":1,"inputs":[],"constants":[],"outputs":[2],"parameters":['
-                '{"id":0,"name":"t","scope":"","dtype":"f32","shape":[3],"file":"","line":0,"value":{"shape":[3],"values":[1,2,3]}},'
-                '{"id":1,"name":"i","scope":"","dtype":"i32","shape":[2],"file":"","line":0,"value":{"shape":[2],"values":[2,0]}}],'
-                '"nodes":[{"id":2,"op":"gather","name":"lookup","inputs":[0,1],"attrs":{"axis":0},"dtype":"f32","shape":[2],'
-                '"file":"","line":0}]}')
-    tool.refuses(["export", gather, tool.file("gather.onnx")], "node 'lookup': op 'gather' has no ONNX form")
+    encode = tool.file("one_hot.json")
+    with open(encode, "w") as f:
+        f.write('{"format":"symflow.graph","version":1,"inputs":[],"constants":[],"outputs":[1],"parameters":['
+                '{"id":0,"name":"i","scope":"","dtype":"i32","shape":[2],"file":"","line":0,"value":{"shape":[2],"values":[2,0]}}],'
+                '"nodes":[{"id":1,"op":"one_hot","name":"encode","inputs":[0],"attrs":{"depth":4,"to":"f32"},"dtype":"f32",'
+                '"shape":[2,4],"file":"","line":0}]}')
+    tool.refuses(["export", encode, tool.file("one_hot.onnx")], "node 'encode': op 'one_hot' has no ONNX form")
 
 
 def case_ops(tool, data, reference):

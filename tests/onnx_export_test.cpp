@@ -27,13 +27,6 @@ namespace {
 using namespace symflow;
 namespace fs = std::filesystem;
 
-graph_tensor to_graph_tensor_of(const runtime_tensor& t) {
-  graph_tensor g{t.type(), {t.extents().begin(), t.extents().end()}, {}};
-  const auto* bytes = static_cast<const unsigned char*>(t.bytes());
-  g.bytes.assign(bytes, bytes + t.byte_size());
-  return g;
-}
-
 // Random values in [-2, 2), with NaN, ±Inf, ±0 and 1 at every fifth element unless `finite`.
 template <class T, class S>
 tensor<T, S> random_values(std::array<std::size_t, S::rank> extents, unsigned seed, bool finite = false) {
@@ -74,12 +67,12 @@ class OnnxExport : public ::testing::Test {
     fs::create_directories(dir);
     std::ofstream(dir / "model.onnx", std::ios::binary) << model.SerializeAsString();
     for (std::size_t k = 0; k < g.inputs.size(); ++k)
-      save_npy((dir / ("input_" + std::to_string(k) + ".npy")).string(), to_graph_tensor_of(feeds.at(g.inputs[k].name)));
+      save_npy((dir / ("input_" + std::to_string(k) + ".npy")).string(), feeds.at(g.inputs[k].name).to_graph_tensor());
     runtime_feeds used;  // the interpreter refuses feeds that name nothing in the graph
     for (const graph_leaf& leaf : g.inputs) used.insert_or_assign(leaf.name, feeds.at(leaf.name));
     const auto outputs = run_graph(g, used, store);
     for (std::size_t k = 0; k < outputs.size(); ++k)
-      save_npy((dir / ("expected_" + std::to_string(k) + ".npy")).string(), to_graph_tensor_of(outputs[k]));
+      save_npy((dir / ("expected_" + std::to_string(k) + ".npy")).string(), outputs[k].to_graph_tensor());
   }
 
   template <class... E>
@@ -236,8 +229,8 @@ TEST_F(OnnxExport, ParametersBecomeInitialisersWithTheStoresValues) {
   const fs::path case_dir = dir / "mlp";
   fs::create_directories(case_dir);
   save_onnx(g, (case_dir / "model.onnx").string(), &store);
-  save_npy((case_dir / "input_0.npy").string(), to_graph_tensor_of(feeds.at("x")));
-  save_npy((case_dir / "expected_0.npy").string(), to_graph_tensor_of(run_graph(g, feeds, &store).at(0)));
+  save_npy((case_dir / "input_0.npy").string(), feeds.at("x").to_graph_tensor());
+  save_npy((case_dir / "expected_0.npy").string(), run_graph(g, feeds, &store).at(0).to_graph_tensor());
   const std::string command = "\"" SYMFLOW_PYTHON3 "\" \"" SYMFLOW_ONNX_REFERENCE "\" \"" + dir.string() + "\"";
   EXPECT_EQ(std::system(command.c_str()), 0);
   fs::remove_all(dir);

@@ -24,6 +24,7 @@
 #include "../core/error.hpp"
 #include "../core/params.hpp"
 #include "../ir/graph.hpp"
+#include "../ir/node_attributes.hpp"
 #include "../ir/onnx_forms.hpp"
 #include "files.hpp"
 
@@ -97,22 +98,13 @@ class model_writer final : public onnx_node_writer {
   dtype result_dtype() const override { return node_->type.type; }
   std::vector<std::int64_t> result_extents() const override { return node_->type.shape; }
 
-  std::int64_t integer(std::string_view key) const override { return get<std::int64_t>(key, "an integer"); }
-  std::vector<std::int64_t> integers(std::string_view key) const override {
-    return get<std::vector<std::int64_t>>(key, "a list of integers");
-  }
-  bool boolean(std::string_view key) const override { return get<bool>(key, "a boolean"); }
-  double number(std::string_view key) const override {
-    const attribute_value* v = node_->attribute(key);
-    if (v && std::holds_alternative<std::int64_t>(*v)) return double(std::get<std::int64_t>(*v));
-    return get<double>(key, "a number");
-  }
-  dtype dtype_of(std::string_view key) const override {
-    const std::string& name = get<std::string>(key, "a dtype name");
-    if (auto d = dtype_from_name(name)) return *d;
-    refuse("attribute '" + std::string(key) + "' names no dtype: " + name);
-  }
-  bool has(std::string_view key) const override { return node_->attribute(key) != nullptr; }
+  // Attributes as the interpreter reads them (a missing or mistyped one is a graph_error naming the node).
+  std::int64_t integer(std::string_view key) const override { return attributes().integer(key); }
+  std::vector<std::int64_t> integers(std::string_view key) const override { return attributes().integers(key); }
+  bool boolean(std::string_view key) const override { return attributes().boolean(key); }
+  double number(std::string_view key) const override { return attributes().number(key); }
+  dtype dtype_of(std::string_view key) const override { return attributes().dtype_of(key); }
+  bool has(std::string_view key) const override { return attributes().has(key); }
 
   std::string add(std::string_view op_type, std::vector<std::string> inputs, std::vector<onnx_attribute> attributes,
                   bool result) override {
@@ -172,13 +164,7 @@ class model_writer final : public onnx_node_writer {
       for (std::int64_t v : std::get<std::vector<std::int64_t>>(a.value)) out.add_ints(v);
     }
   }
-  template <class V>
-  const V& get(std::string_view key, const char* kind) const {
-    const attribute_value* v = node_->attribute(key);
-    if (!v || !std::holds_alternative<V>(*v))
-      refuse("attribute '" + std::string(key) + "' is missing or not " + kind);
-    return std::get<V>(*v);
-  }
+  node_attributes attributes() const { return node_attributes(*node_); }
 
   const graph& g_;
   onnx::GraphProto& out_;
@@ -250,11 +236,7 @@ inline onnx::ModelProto to_onnx(const graph& g, const params* weights = nullptr,
     w.begin(node, id);
     ++id;
     if (node.is_literal()) {
-      const attribute_value* v = node.attribute("value");
-      const double value = !v ? 0.0 : std::holds_alternative<double>(*v) ? std::get<double>(*v)
-                                  : std::holds_alternative<std::int64_t>(*v) ? double(std::get<std::int64_t>(*v))
-                                                                             : 0.0;
-      w.add_scalar(w.name_of(id - 1), node.type.type, value);
+      w.add_scalar(w.name_of(id - 1), node.type.type, node_attributes(node).number("value"));
       continue;
     }
     const onnx_form form = find_onnx_form(node.op);
@@ -265,7 +247,7 @@ inline onnx::ModelProto to_onnx(const graph& g, const params* weights = nullptr,
     try {
       form(w);
       if (!w.wrote_result()) problems.push_back("node '" + node.name + "': the ONNX form of '" + node.op + "' wrote no result");
-    } catch (const onnx_error& e) {
+    } catch (const error& e) {  // onnx_error from a form's refusal, graph_error from a bad attribute
       problems.push_back(e.what());
     }
   }

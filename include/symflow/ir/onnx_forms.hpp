@@ -31,6 +31,59 @@ constexpr onnx_form onnx_form_of() {
 }
 }  // namespace detail
 
+// An op's reading of ONNX nodes back (expr/onnx_form.hpp).
+using onnx_reading = void (*)(onnx_node_reader&);
+
+namespace detail {
+// An op whose form is one ONNX node over the same operands reads it back as itself.
+template <class Op>
+void read_single_onnx_node(onnx_node_reader& r) {
+  std::vector<onnx_node_reader::value> operands;
+  for (std::size_t i = 0; i < r.input_count(); ++i) operands.push_back(r.input(i));
+  r.result(r.apply(Op::name, std::move(operands)));
+}
+
+template <class Op>
+void add_onnx_readings(std::vector<std::pair<std::string_view, onnx_reading>>& out) {
+  if constexpr (requires(onnx_node_reader& r) {
+                  Op::read_onnx(r);
+                  Op::onnx_reads;
+                }) {
+    for (std::string_view type : Op::onnx_reads)
+      if (!type.empty()) out.emplace_back(type, &Op::read_onnx);
+  } else if constexpr (requires { Op::onnx_op; }) {
+    if (!Op::onnx_op.empty()) out.emplace_back(Op::onnx_op, &read_single_onnx_node<Op>);
+  }
+}
+
+// Every listed op's readings, sorted by ONNX op type (the first listed op wins a tie; a test
+// checks there is none).
+inline const std::vector<std::pair<std::string_view, onnx_reading>>& onnx_readings() {
+  static const std::vector<std::pair<std::string_view, onnx_reading>> readings = [] {
+    std::vector<std::pair<std::string_view, onnx_reading>> v;
+    std::apply([&](auto... entry) { (add_onnx_readings<typename decltype(entry)::type>(v), ...); }, registered_ops{});
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return v;
+  }();
+  return readings;
+}
+}  // namespace detail
+
+// The listed op's reading of ONNX op type `type`, or nullptr when no listed op reads it.
+inline onnx_reading find_onnx_reading(std::string_view type) {
+  const auto& readings = detail::onnx_readings();
+  const auto it = std::lower_bound(readings.begin(), readings.end(), type,
+                                   [](const auto& f, std::string_view name) { return f.first < name; });
+  return it != readings.end() && it->first == type ? it->second : nullptr;
+}
+
+// The ONNX op types the listed ops read, sorted, with repeats when two ops read one type.
+inline std::vector<std::string_view> onnx_types_read_by_ops() {
+  std::vector<std::string_view> types;
+  for (const auto& r : detail::onnx_readings()) types.push_back(r.first);
+  return types;
+}
+
 // The ONNX form of the op named `op`, or nullptr when it has none (or no such op is listed).
 inline onnx_form find_onnx_form(std::string_view op) {
   static const std::vector<std::pair<std::string_view, onnx_form>> forms = [] {

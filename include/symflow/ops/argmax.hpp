@@ -66,6 +66,12 @@ struct arg_extremum_op {
            {"select_last_index", std::int64_t(w.boolean("select_last_index"))}},
           true);
   }
+  static constexpr std::array<std::string_view, 1> onnx_reads{Largest ? "ArgMax" : "ArgMin"};
+  static void read_onnx(onnx_node_reader& r) {
+    r.result(r.apply(name, {r.input(0)},
+                     {{"axis", r.axis(r.integer("axis", 0), r.rank_of(0))}, {"keepdims", r.integer("keepdims", 1) != 0},
+                      {"select_last_index", r.integer("select_last_index", 0) != 0}}));
+  }
   static constexpr std::string_view doc =
       Largest ? "argmax(x), attributes axis, keepdims and select_last_index (ONNX ArgMax; in C++ "
                 "argmax<Axis>(x) or argmax<Axis>(x, keepdims), Axis negative from the last): the index, "

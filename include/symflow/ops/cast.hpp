@@ -19,6 +19,11 @@ struct cast_op {
   static void write_onnx(onnx_node_writer& w) {
     w.add("Cast", {w.operand(0)}, {{"to", std::int64_t(dtype_info_of(w.dtype_of("to")).onnx)}}, true);
   }
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Cast"};
+  static void read_onnx(onnx_node_reader& r) {
+    if (!r.has("to")) r.refuse("Cast has no 'to' attribute");
+    r.result(r.apply(name, {r.input(0)}, {{"to", std::string(dtype_name(dtype_by_onnx(std::int32_t(r.integer("to", 0)))))}}));
+  }
 #endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =

@@ -1,6 +1,7 @@
 #ifndef SYMFLOW_OPS_CLIP_HPP
 #define SYMFLOW_OPS_CLIP_HPP
 #ifndef SYMFLOW_SCALAR_ONLY
+#include <optional>
 #include <limits>
 
 #include "../expr/elementwise.hpp"
@@ -11,6 +12,8 @@
 #include "logical_and.hpp"
 #include "logical_or.hpp"
 #include "packet_math.hpp"
+#include "maximum.hpp"
+#include "minimum.hpp"
 #include "where.hpp"
 #include "../expr/onnx_form.hpp"
 #endif
@@ -25,6 +28,25 @@ struct clip_op : same_dtype_result {
   // ONNX Clip takes scalar bounds only; here they broadcast: min(max(x, lo), hi).
   static void write_onnx(onnx_node_writer& w) {
     w.add("Min", {w.add("Max", {w.operand(0), w.operand(1)}), w.operand(2)}, {}, true);
+  }
+  // ONNX Clip: bounds as optional inputs (attributes min and max before opset 11); a missing bound
+  // does not clip.
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Clip"};
+  static void read_onnx(onnx_node_reader& r) {
+    const onnx_node_reader::value x = r.input(0);
+    const auto bound = [&](std::size_t i, std::string_view attribute) -> std::optional<onnx_node_reader::value> {
+      if (r.opset() < 11) {
+        if (!r.has(attribute)) return std::nullopt;
+        return r.scalar(r.dtype_of(x), r.number(attribute, 0));
+      }
+      if (!r.has_input(i)) return std::nullopt;
+      return r.input(i);
+    };
+    const auto lo = bound(1, "min"), hi = bound(2, "max");
+    if (lo && hi) return r.result(r.apply(name, {x, *lo, *hi}));
+    if (lo) return r.result(r.apply(maximum_op::name, {x, *lo}));
+    if (hi) return r.result(r.apply(minimum_op::name, {x, *hi}));
+    r.result(x);
   }
 #endif
 #ifndef SYMFLOW_SCALAR_ONLY

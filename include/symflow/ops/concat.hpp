@@ -25,6 +25,12 @@ struct concat_op {
     for (std::size_t i = 0; i < w.operand_count(); ++i) inputs.push_back(w.operand(i));
     w.add("Concat", std::move(inputs), {{"axis", w.integer("axis")}}, true);
   }
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Concat"};
+  static void read_onnx(onnx_node_reader& r) {
+    std::vector<onnx_node_reader::value> parts;
+    for (std::size_t i = 0; i < r.input_count(); ++i) parts.push_back(r.input(i));
+    r.result(r.apply(name, parts, {{"axis", r.axis(r.integer("axis", 0), r.rank_of(0))}}));
+  }
   static constexpr std::string_view doc =
       "concat(x0, x1, ...), attribute axis: joins the operands along one axis. They must have one "
       "dtype (any dtype), one rank and equal extents on every other axis (a shape error otherwise); "

@@ -17,7 +17,10 @@
 #include "conv2d_columns.hpp"
 #include "conv2d_depthwise.hpp"
 #include "conv2d_geometry.hpp"
+#include "add.hpp"
 #include "law_example.hpp"
+#include "pad.hpp"
+#include "transpose.hpp"
 #include "../expr/onnx_form.hpp"
 
 namespace symflow {
@@ -62,6 +65,34 @@ struct conv2d_op : conv2d_attributes<Stride, Padding, Dilation, Groups> {
                                 {{"strides", list{s, s}}, {"dilations", list{d, d}}, {"group", g},
                                  {"auto_pad", std::string(w.boolean("same_padding") ? "SAME_UPPER" : "VALID")}});
     w.add("Transpose", {y}, {{"perm", list{0, 2, 3, 1}}}, true);
+  }
+  // ONNX Conv over NCHW with an OIHW filter and an optional bias [O]: Transposes around this op,
+  // explicit or SAME_LOWER pads as a pad before it.
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Conv"};
+  static void read_onnx(onnx_node_reader& r) {
+    using list = std::vector<std::int64_t>;
+    const onnx_node_reader::value x = r.input(0), w = r.input(1);
+    const list xe = r.extents_of(x), we = r.extents_of(w);
+    if (xe.size() != 4 || we.size() != 4) r.refuse("only 2-D convolutions (NCHW input, OIHW filter) are read");
+    if (we[2] < 0 || we[3] < 0) r.refuse("a filter whose spatial extents are not known");
+    const list strides = r.integers("strides", {1, 1}), dilations = r.integers("dilations", {1, 1});
+    if (strides.size() != 2 || dilations.size() != 2) r.refuse("strides and dilations need two values");
+    if (strides[0] != strides[1] || dilations[0] != dilations[1])
+      r.refuse("strides or dilations that differ between the two spatial axes");
+    if (r.integers("kernel_shape", {we[2], we[3]}) != list{we[2], we[3]}) r.refuse("kernel_shape differs from the filter's extents");
+    const bool same = r.text("auto_pad", "NOTSET") == "SAME_UPPER";  // this op's own same padding
+    const list pads = same ? list{0, 0, 0, 0}
+                           : read_onnx_window_pads(r, {xe[2], xe[3]}, {(we[2] - 1) * dilations[0] + 1, (we[3] - 1) * dilations[1] + 1},
+                                                   {strides[0], strides[1]});
+    onnx_node_reader::value nhwc = r.apply(permute_op<0>::name, {x}, {{"perm", list{0, 2, 3, 1}}});
+    if (pads != list{0, 0, 0, 0})
+      nhwc = r.apply(pad_op<0, 0, 0>::name, {nhwc}, {{"pads", list{0, pads[0], pads[1], 0, 0, pads[2], pads[3], 0}}, {"mode", std::int64_t(0)}});
+    const onnx_node_reader::value hwio = r.apply(permute_op<0>::name, {w}, {{"perm", list{2, 3, 1, 0}}});
+    onnx_node_reader::value y = r.apply(name, {nhwc, hwio},
+                                        {{"stride", strides[0]}, {"same_padding", same}, {"dilation", dilations[0]},
+                                         {"groups", r.integer("group", 1)}});
+    if (r.has_input(2)) y = r.apply(add_op::name, {y, r.input(2)});
+    r.result(r.apply(permute_op<0>::name, {y}, {{"perm", list{0, 3, 1, 2}}}));
   }
   static constexpr std::string_view doc =
       "conv2d(x, w), attributes stride (>= 1, the same along both spatial axes), same_padding, "

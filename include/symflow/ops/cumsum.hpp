@@ -57,6 +57,14 @@ struct cumsum_op {
     w.add("CumSum", {w.operand(0), w.int64s({w.integer("axis")})},
           {{"exclusive", w.integer("exclusive")}, {"reverse", w.integer("reverse")}}, true);
   }
+  static constexpr std::array<std::string_view, 1> onnx_reads{"CumSum"};
+  static void read_onnx(onnx_node_reader& r) {
+    const std::vector<std::int64_t> axis = r.constant_integers(1);
+    if (axis.size() != 1) r.refuse("CumSum's axis is not one value");
+    r.result(r.apply(name, {r.input(0)},
+                     {{"axis", r.axis(axis[0], r.rank_of(0))}, {"exclusive", std::int64_t(r.integer("exclusive", 0) != 0)},
+                      {"reverse", std::int64_t(r.integer("reverse", 0) != 0)}}));
+  }
   static constexpr std::string_view doc =
       "cumsum(x), attributes axis, exclusive and reverse (ONNX CumSum, numpy.cumsum, torch.cumsum; in "
       "C++ cumsum<Axis>(x), cumsum<Axis, Exclusive, Reverse>(x), Axis negative from the last): the "

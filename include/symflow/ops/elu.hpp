@@ -26,6 +26,11 @@ struct elu_op : floating_result {
     const std::string curve = w.add("Mul", {w.operand(1), w.add("Sub", {w.add("Exp", {x}), w.scalar(t, 1.0)})});
     w.add("Where", {negative, curve, x}, {}, true);
   }
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Elu"};
+  static void read_onnx(onnx_node_reader& r) {
+    const onnx_node_reader::value x = r.input(0);
+    r.result(r.apply(name, {x, r.scalar(r.dtype_of(x), r.number("alpha", 1.0))}));
+  }
 #endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =

@@ -1,5 +1,6 @@
 #ifndef SYMFLOW_OPS_EXPAND_DIMS_HPP
 #define SYMFLOW_OPS_EXPAND_DIMS_HPP
+#include <algorithm>
 #include <optional>
 #include <vector>
 #include <bit>
@@ -23,6 +24,15 @@ struct expand_dims_op {
   // ONNX Unsqueeze (axes as an input in opset 13 and later; positions in the result, as here).
   static void write_onnx(onnx_node_writer& w) {
     w.add("Unsqueeze", {w.operand(0), w.int64s(w.integers("axes"))}, {}, true);
+  }
+  // ONNX Unsqueeze: axes as an input from opset 13, an attribute before.
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Unsqueeze"};
+  static void read_onnx(onnx_node_reader& r) {
+    std::vector<std::int64_t> axes = r.has_input(1) ? r.constant_integers(1) : r.integers("axes", {});
+    axes = r.axes(axes, r.rank_of(0) + axes.size());
+    std::sort(axes.begin(), axes.end());
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) r.refuse("an axis is listed twice");
+    r.result(r.apply(name, {r.input(0)}, {{"axes", axes}}));
   }
   static constexpr std::string_view doc =
       "expand_dims(x), attribute axes: inserts axes of extent 1 at the listed positions of the result "

@@ -143,6 +143,10 @@ struct gather_op : gather_detail::forward_rules<gather_op, gather_backward_op, A
   static void write_onnx(onnx_node_writer& w) {
     w.add("Gather", {w.operand(0), w.operand(1)}, {{"axis", w.integer("axis")}}, true);
   }
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Gather"};
+  static void read_onnx(onnx_node_reader& r) {
+    r.result(r.apply(name, {r.input(0), r.input(1)}, {{"axis", r.axis(r.integer("axis", 0), r.rank_of(0))}}));
+  }
   static constexpr std::string_view doc =
       "gather(data, indices), attribute axis (ONNX Gather, numpy.take; in C++ gather<Axis>(data, "
       "indices), Axis negative from the last, and embedding(table, ids) = gather<0>): the slices of "

@@ -1,5 +1,6 @@
 #ifndef SYMFLOW_OPS_MATMUL_HPP
 #define SYMFLOW_OPS_MATMUL_HPP
+#include <algorithm>
 #include <optional>
 #include <vector>
 #include <Eigen/Core>
@@ -11,6 +12,8 @@
 #include "../expr/leaves.hpp"
 #include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
+#include "../expr/onnx_form.hpp"
+#include "reshape.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "law_example.hpp"
 
@@ -23,6 +26,46 @@ namespace ops {
 struct matmul_op {
   static constexpr std::string_view name = "matmul";
   static constexpr std::string_view onnx_op = "MatMul";  // its ONNX form (expr/onnx_form.hpp)
+  // ONNX MatMul is NumPy's: a vector operand is a matrix of one row (column) whose unit axis the
+  // result drops, and batch axes beyond one, equal in both operands, are flattened into one.
+  static constexpr std::array<std::string_view, 1> onnx_reads{"MatMul"};
+  static void read_onnx(onnx_node_reader& r) {
+    using list = std::vector<std::int64_t>;
+    onnx_node_reader::value a = r.input(0), b = r.input(1);
+    list ea = r.extents_of(a), eb = r.extents_of(b);
+    const auto reshape = [&](onnx_node_reader::value v, const list& to) {
+      return r.apply(reshape_op<shape<1>>::name, {v}, {{"shape", to}});
+    };
+    const auto known = [](const list& e) { return std::find(e.begin(), e.end(), -1) == e.end(); };
+    if (ea.empty() || eb.empty()) r.refuse("a scalar operand");
+    const bool vector_a = ea.size() == 1, vector_b = eb.size() == 1;
+    if (vector_a) a = reshape(a, {1, ea[0]}), ea = {1, ea[0]};
+    if (vector_b) b = reshape(b, {eb[0], 1}), eb = {eb[0], 1};
+    list out;  // the result's extents when operands were reshaped
+    if (ea.size() > 3 || eb.size() > 3) {
+      if (!known(ea) || !known(eb)) r.refuse("batch axes beyond one whose extents are not known");
+      const list batch(ea.begin(), ea.end() - 2);
+      std::int64_t n = 1;
+      for (std::int64_t e : batch) n *= e;
+      if (eb.size() == ea.size() && list(eb.begin(), eb.end() - 2) == batch) {
+        b = reshape(b, {n, eb[eb.size() - 2], eb.back()});
+      } else if (eb.size() != 2) {
+        r.refuse("batch axes that differ between the operands (broadcast batches are not read)");
+      }
+      a = reshape(a, {n, ea[ea.size() - 2], ea.back()});
+      out = batch;
+      out.push_back(ea[ea.size() - 2]), out.push_back(eb.back());
+    }
+    onnx_node_reader::value y = r.apply(name, {a, b});
+    if (!out.empty()) y = reshape(y, out);
+    if (vector_a || vector_b) {
+      list e = r.extents_of(y);
+      if (vector_b) e.erase(e.end() - 1);
+      if (vector_a) e.erase(e.end() - (vector_b ? 1 : 2));
+      y = reshape(y, e);
+    }
+    r.result(y);
+  }
   static constexpr std::string_view doc =
       "matmul(a, b): the matrix product, [M, K] x [K, N] -> [M, N]; batched, [B, M, K] x [B, K, N] -> "
       "[B, M, N], and [B, M, K] x [K, N] -> [B, M, N] with the same b for every batch. Other ranks and "

@@ -19,6 +19,11 @@ struct max_op {
 #ifndef SYMFLOW_SCALAR_ONLY
   // ONNX ReduceMax.
   static void write_onnx(onnx_node_writer& w) { write_onnx_reduction(w, "ReduceMax", false); }
+  static constexpr std::array<std::string_view, 2> onnx_reads{"ReduceMax", "GlobalMaxPool"};
+  static void read_onnx(onnx_node_reader& r) {
+    if (r.op_type() == "GlobalMaxPool") return read_onnx_global_pool(r, name);
+    read_onnx_reduction(r, name);
+  }
 #endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =

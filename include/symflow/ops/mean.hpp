@@ -16,6 +16,11 @@ struct mean_op {
 #ifndef SYMFLOW_SCALAR_ONLY
   // ONNX ReduceMean.
   static void write_onnx(onnx_node_writer& w) { write_onnx_reduction(w, "ReduceMean", false); }
+  static constexpr std::array<std::string_view, 2> onnx_reads{"ReduceMean", "GlobalAveragePool"};
+  static void read_onnx(onnx_node_reader& r) {
+    if (r.op_type() == "GlobalAveragePool") return read_onnx_global_pool(r, name);
+    read_onnx_reduction(r, name);
+  }
 #endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =

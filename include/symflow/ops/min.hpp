@@ -19,6 +19,8 @@ struct min_op {
 #ifndef SYMFLOW_SCALAR_ONLY
   // ONNX ReduceMin.
   static void write_onnx(onnx_node_writer& w) { write_onnx_reduction(w, "ReduceMin", false); }
+  static constexpr std::array<std::string_view, 1> onnx_reads{"ReduceMin"};
+  static void read_onnx(onnx_node_reader& r) { read_onnx_reduction(r, name); }
 #endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =

@@ -6,6 +6,7 @@
 
 #include "../expr/elementwise.hpp"
 #include "packet_math.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
@@ -17,6 +18,13 @@ struct minimum_op : same_dtype_result {
   static constexpr std::string_view name = "minimum";
   static constexpr std::string_view onnx_op = "Min";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX Min takes any number of operands.
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Min"};
+  static void read_onnx(onnx_node_reader& r) {
+    onnx_node_reader::value y = r.input(0);
+    for (std::size_t i = 1; i < r.input_count(); ++i) y = r.apply(name, {y, r.input(i)});
+    r.result(y);
+  }
   static constexpr std::string_view doc =
       "minimum(a, b): the smaller of a and b, elementwise. a and b have one dtype and broadcast (NumPy "
       "rules: right-aligned, an extent of 1 stretches); in C++ one of them may be a plain number. Any "

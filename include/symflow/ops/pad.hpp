@@ -1,6 +1,7 @@
 #ifndef SYMFLOW_OPS_PAD_HPP
 #define SYMFLOW_OPS_PAD_HPP
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -13,6 +14,7 @@
 #include "expand_as.hpp"
 #include "law_example.hpp"
 #include "where.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 
@@ -123,6 +125,40 @@ struct pad_op : pad_detail::attributes<Mode, Pads...> {
   using pad_detail::attributes<Mode, Pads...>::pads;
   using pad_detail::attributes<Mode, Pads...>::pad_list;
   static constexpr std::string_view name = "pad";
+  // ONNX Pad: pads (and, from opset 11, the fill value) as inputs; a fill other than 0 is a where
+  // over the padded mask of the operand's extent. Negative pads (crops) are refused.
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Pad"};
+  static void read_onnx(onnx_node_reader& r) {
+    const onnx_node_reader::value x = r.input(0);
+    const bool inputs = r.opset() >= 11;
+    std::vector<std::int64_t> pads = inputs ? r.constant_integers(1) : r.integers("pads", {});
+    const std::size_t rank = r.rank_of(0);
+    if (r.has_input(3)) {  // axes (opset 18): pads for the listed axes only
+      const std::vector<std::int64_t> axes = r.axes(r.constant_integers(3), rank);
+      if (pads.size() != 2 * axes.size()) r.refuse("pads and axes differ in length");
+      std::vector<std::int64_t> all(2 * rank, 0);
+      for (std::size_t k = 0; k < axes.size(); ++k) all[axes[k]] = pads[k], all[rank + axes[k]] = pads[axes.size() + k];
+      pads = all;
+    }
+    if (pads.size() != 2 * rank) r.refuse("pads has " + std::to_string(pads.size()) + " values for rank " + std::to_string(rank));
+    for (std::int64_t p : pads)
+      if (p < 0) r.refuse("negative pads (a crop) are not supported");
+    const std::string mode = r.text("mode", "constant");
+    if (mode != "constant" && mode != "reflect" && mode != "edge") r.refuse("mode '" + mode + "'");
+    const pad_mode m = mode == "constant" ? pad_mode::constant : mode == "reflect" ? pad_mode::reflect : pad_mode::edge;
+    double fill = inputs ? 0.0 : r.number("value", 0.0);
+    if (inputs && r.has_input(2)) {
+      const std::vector<double> v = r.constant_numbers(2);
+      if (v.size() != 1) r.refuse("constant_value is not one value");
+      fill = v[0];
+    }
+    const std::vector<op_attribute> a{{"pads", pads}, {"mode", std::int64_t(m)}};
+    const onnx_node_reader::value y = r.apply(name, {x}, a);
+    if (m != pad_mode::constant || (fill == 0 && !std::signbit(fill))) return r.result(y);
+    const onnx_node_reader::value inside =
+        r.apply(name, {r.apply(expand_as_op::name, {r.scalar(dtype::boolean, 1), x})}, a);
+    r.result(r.apply(where_op::name, {inside, y, r.scalar(r.dtype_of(x), fill)}));
+  }
   static constexpr std::string_view doc =
       "pad(x), attributes pads and mode (ONNX Pad, numpy.pad, torch.nn.functional.pad; in C++ "
       "pad<b0, b1, ..., e0, e1, ...>(x[, value]) or pad<pad_mode::reflect, ...>(x)): x with pads[i] "

@@ -21,6 +21,7 @@
 #include "../expr/runtime_forms.hpp"
 #include "../expr/structural.hpp"
 #include "law_example.hpp"
+#include "transpose.hpp"
 #include "pool2d_geometry.hpp"
 #include "../expr/onnx_form.hpp"
 
@@ -159,6 +160,26 @@ struct pool2d_forward_rules : pool2d_shape_rules<KH, KW, SH, SW, PH, PW, O, DH, 
     const std::string x = w.add("Transpose", {w.operand(0)}, {{"perm", list{0, 3, 1, 2}}});
     const std::string y = w.add(Pooling::onnx_op, {x}, std::move(a));
     w.add("Transpose", {y}, {{"perm", list{0, 2, 3, 1}}}, true);
+  }
+  static constexpr std::array<std::string_view, 1> onnx_reads{Pooling::onnx_op};
+  static void read_onnx(onnx_node_reader& r)
+    requires(!Pooling::onnx_op.empty())
+  {
+    using list = std::vector<std::int64_t>;
+    const onnx_node_reader::value x = r.input(0);
+    const list xe = r.extents_of(x), k = r.integers("kernel_shape", {});
+    if (xe.size() != 4 || k.size() != 2) r.refuse("only 2-D pooling (NCHW input, two kernel extents) is read");
+    const list s = r.integers("strides", {1, 1});
+    const list d = Pooling::averages ? list{1, 1} : r.integers("dilations", {1, 1});  // AveragePool: opset 19
+    if (s.size() != 2 || d.size() != 2) r.refuse("strides and dilations need two values");
+    if (r.integer("storage_order", 0) != 0) r.refuse("storage_order 1 (column-major indices)");
+    const list pads = read_onnx_window_pads(r, {xe[2], xe[3]}, {(k[0] - 1) * d[0] + 1, (k[1] - 1) * d[1] + 1}, {s[0], s[1]});
+    std::vector<op_attribute> a{{"window", k}, {"stride", s}, {"pads", pads}, {"dilation", d},
+                                {"ceil_mode", r.integer("ceil_mode", 0) != 0}};
+    if constexpr (Pooling::averages) a.push_back({"count_include_pad", r.integer("count_include_pad", 0) != 0});
+    const onnx_node_reader::value nhwc = r.apply(permute_op<0>::name, {x}, {{"perm", list{0, 2, 3, 1}}});
+    const onnx_node_reader::value y = r.apply(name, {nhwc}, std::move(a));
+    r.result(r.apply(permute_op<0>::name, {y}, {{"perm", list{0, 3, 1, 2}}}));
   }
   template <class S>
   static constexpr bool shapes_ok = pool_detail::static_shape_fits<S, KH, KW, SH, SW, PH, PW, O, DH, DW>();

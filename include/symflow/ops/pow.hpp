@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "../expr/elementwise.hpp"
+#include "cast.hpp"
 #include "packet_math.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
@@ -15,6 +17,17 @@ struct pow_op : floating_result {
   static constexpr std::string_view name = "pow";
   static constexpr std::string_view onnx_op = "Pow";  // its ONNX form (expr/onnx_form.hpp)
 #ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX Pow's exponent may have another dtype than the base, and both may be integers: computed in
+  // the base's dtype, or in f64 for an integer base and converted back (exact while |result| < 2^53).
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Pow"};
+  static void read_onnx(onnx_node_reader& r) {
+    const onnx_node_reader::value base = r.input(0), exponent = r.input(1);
+    const dtype t = r.dtype_of(base), compute = is_floating_dtype(t) ? t : dtype::f64;
+    const auto as = [&](onnx_node_reader::value v, dtype to) {
+      return r.dtype_of(v) == to ? v : r.apply(cast_op<float>::name, {v}, {{"to", std::string(dtype_name(to))}});
+    };
+    r.result(as(r.apply(name, {as(base, compute), as(exponent, compute)}), t));
+  }
   static constexpr std::string_view doc =
       "pow(a, b) = a^b, elementwise, by C's pow (std::pow; no SIMD form); f32 or f64. a and b have one "
       "dtype and broadcast (NumPy rules: right-aligned, an extent of 1 stretches); in C++ one of them "

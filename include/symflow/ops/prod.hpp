@@ -21,6 +21,8 @@ struct prod_op {
 #ifndef SYMFLOW_SCALAR_ONLY
   // ONNX ReduceProd.
   static void write_onnx(onnx_node_writer& w) { write_onnx_reduction(w, "ReduceProd", false); }
+  static constexpr std::array<std::string_view, 1> onnx_reads{"ReduceProd"};
+  static void read_onnx(onnx_node_reader& r) { read_onnx_reduction(r, name); }
 #endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =

@@ -21,6 +21,19 @@ struct reshape_op {
   static void write_onnx(onnx_node_writer& w) {
     w.add("Reshape", {w.operand(0), w.int64s(w.integers("shape"))}, {{"allowzero", std::int64_t(1)}}, true);
   }
+  // ONNX Reshape: 0 copies the operand's extent unless allowzero, -1 is inferred (the op's rule).
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Reshape"};
+  static void read_onnx(onnx_node_reader& r) {
+    std::vector<std::int64_t> target = r.constant_integers(1);
+    const std::vector<std::int64_t> in = r.extents_of(r.input(0));
+    if (r.integer("allowzero", 0) == 0)
+      for (std::size_t a = 0; a < target.size(); ++a)
+        if (target[a] == 0) {
+          if (a >= in.size() || in[a] < 0) r.refuse("a 0 in the target shape copies an extent that is not known");
+          target[a] = in[a];
+        }
+    r.result(r.apply(name, {r.input(0)}, {{"shape", target}}));
+  }
   static constexpr std::string_view doc =
       "reshape(x), attribute shape: the same elements, in row-major order, with new extents; the "
       "element count must not change (a shape error otherwise). At most one target extent may be "

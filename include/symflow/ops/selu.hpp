@@ -7,7 +7,9 @@
 #include "exp.hpp"
 #include "greater.hpp"
 #include "mul.hpp"
+#include "sub.hpp"
 #include "where.hpp"
+#include "../expr/onnx_form.hpp"
 #endif
 
 namespace symflow {
@@ -21,6 +23,21 @@ struct selu_constants {
 struct selu_op : floating_result {
   static constexpr std::string_view name = "selu";
   static constexpr std::string_view onnx_op = "Selu";  // its ONNX form (expr/onnx_form.hpp)
+#ifndef SYMFLOW_SCALAR_ONLY
+  // ONNX Selu's alpha and gamma are attributes: read when they are the constants here (in f32).
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Selu"};
+  // Other constants: where(x > 0, gamma * x, gamma * alpha * (exp(x) - 1)), as ONNX defines it.
+  static void read_onnx(onnx_node_reader& r) {
+    const double alpha = r.number("alpha", selu_constants::alpha), gamma = r.number("gamma", selu_constants::scale);
+    const onnx_node_reader::value x = r.input(0);
+    if (float(alpha) == float(selu_constants::alpha) && float(gamma) == float(selu_constants::scale))
+      return r.result(r.apply(name, {x}));
+    const dtype t = r.dtype_of(x);
+    const auto times = [&](double c, onnx_node_reader::value v) { return r.apply(mul_op::name, {r.scalar(t, c), v}); };
+    const onnx_node_reader::value curve = r.apply(sub_op::name, {r.apply(exp_op::name, {x}), r.scalar(t, 1.0)});
+    r.result(r.apply(where_op::name, {r.apply(greater_op::name, {x, r.scalar(t, 0.0)}), times(gamma, x), times(gamma * alpha, curve)}));
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "selu(x) = scale * x where x > 0, else scale * alpha * (exp(x) - 1), elementwise, with "

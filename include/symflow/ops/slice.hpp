@@ -1,5 +1,7 @@
 #ifndef SYMFLOW_OPS_SLICE_HPP
 #define SYMFLOW_OPS_SLICE_HPP
+#include <algorithm>
+#include <limits>
 #include <array>
 #include <optional>
 #include <string>
@@ -8,6 +10,7 @@
 #include "../expr/derivative_rule.hpp"
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
+#include "flip.hpp"
 #include "law_example.hpp"
 #include "../expr/onnx_form.hpp"
 
@@ -56,6 +59,42 @@ struct slice_op {
     const std::int64_t step = w.has("step") ? w.integer("step") : 1;
     w.add("Slice", {w.operand(0), w.int64s({w.integer("begin")}), w.int64s({w.integer("end")}),
                     w.int64s({w.integer("axis")}), w.int64s({step})}, {}, true);
+  }
+  // ONNX Slice (starts, ends, axes, steps as inputs; attributes before opset 10): one slice per listed
+  // axis, a negative step a flip and then a slice. Indices are clamped as ONNX clamps them.
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Slice"};
+  static void read_onnx(onnx_node_reader& r) {
+    const bool inputs = r.opset() >= 10;
+    const auto list = [&](std::size_t i, std::string_view attribute) {
+      return inputs ? (r.has_input(i) ? r.constant_integers(i) : std::vector<std::int64_t>{})
+                    : r.integers(attribute, {});
+    };
+    const std::vector<std::int64_t> starts = list(1, "starts"), ends = list(2, "ends");
+    std::vector<std::int64_t> axes = list(3, "axes"), steps = inputs ? list(4, "") : std::vector<std::int64_t>{};
+    const std::vector<std::int64_t> extents = r.extents_of(r.input(0));
+    if (axes.empty())
+      for (std::size_t a = 0; a < starts.size(); ++a) axes.push_back(std::int64_t(a));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      r.refuse("starts, ends, axes and steps differ in length");
+    onnx_node_reader::value y = r.input(0);
+    for (std::size_t k = 0; k < starts.size(); ++k) {
+      const std::int64_t axis = r.axis(axes[k], extents.size()), d = extents[axis], step = steps[k];
+      if (d < 0) r.refuse("Slice of an axis whose extent is not known");
+      if (step == 0) r.refuse("a step of 0");
+      const auto from_end = [d](std::int64_t i) { return i < 0 ? i + d : i; };
+      std::int64_t begin = from_end(starts[k]), end = from_end(ends[k]);
+      if (step > 0) {
+        begin = std::clamp<std::int64_t>(begin, 0, d), end = std::clamp<std::int64_t>(end, 0, d);
+      } else {  // flipped: index i is d - 1 - i
+        begin = d - 1 - std::clamp<std::int64_t>(begin, -1, d - 1), end = d - 1 - std::clamp<std::int64_t>(end, -1, d - 1);
+        y = r.apply(flip_op<0>::name, {y}, {{"axis", axis}});
+      }
+      end = std::max(begin, end);
+      const std::int64_t stride = step > 0 ? step : (step == std::numeric_limits<std::int64_t>::min() ? d + 1 : -step);
+      y = r.apply(name, {y}, {{"axis", axis}, {"begin", begin}, {"end", end}, {"step", std::max<std::int64_t>(stride, 1)}});
+    }
+    r.result(y);
   }
   static constexpr std::string_view doc =
       "slice(x), attributes axis, begin, end and step (>= 1, default 1): indices begin, begin + step, "

@@ -16,6 +16,8 @@ struct sum_op {
 #ifndef SYMFLOW_SCALAR_ONLY
   // ONNX ReduceSum (axes as an input in opset 13 and later).
   static void write_onnx(onnx_node_writer& w) { write_onnx_reduction(w, "ReduceSum", true); }
+  static constexpr std::array<std::string_view, 1> onnx_reads{"ReduceSum"};
+  static void read_onnx(onnx_node_reader& r) { read_onnx_reduction(r, name); }
 #endif
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =

@@ -19,6 +19,13 @@ struct permute_op {
   static void write_onnx(onnx_node_writer& w) {
     w.add("Transpose", {w.operand(0)}, {{"perm", w.integers("perm")}}, true);
   }
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Transpose"};
+  static void read_onnx(onnx_node_reader& r) {  // ONNX's default perm reverses the axes
+    const std::size_t rank = r.rank_of(0);
+    std::vector<std::int64_t> reversed;
+    for (std::size_t a = rank; a-- > 0;) reversed.push_back(std::int64_t(a));
+    r.result(r.apply(name, {r.input(0)}, {{"perm", r.integers("perm", reversed)}}));
+  }
   static constexpr std::string_view doc =
       "transpose(x), attribute perm: result axis i is operand axis perm[i], so result extent i is "
       "operand extent perm[i]; perm must be a permutation of 0..rank-1 (a shape error otherwise). A "

@@ -54,6 +54,16 @@ struct trilu_op {
     w.add("Trilu", {w.operand(0), w.scalar(dtype::i64, double(w.integer("k")))},
           {{"upper", std::int64_t(w.boolean("upper"))}}, true);
   }
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Trilu"};
+  static void read_onnx(onnx_node_reader& r) {
+    std::int64_t k = 0;
+    if (r.has_input(1)) {
+      const std::vector<std::int64_t> given = r.constant_integers(1);
+      if (given.size() != 1) r.refuse("Trilu's k is not one value");
+      k = given[0];
+    }
+    r.result(r.apply(name, {r.input(0)}, {{"upper", r.integer("upper", 1) != 0}, {"k", k}}));
+  }
   static constexpr std::string_view doc =
       "trilu(x), attributes upper and k (ONNX Trilu; in C++ tril(x, k = 0) and triu(x, k = 0), as "
       "numpy and torch): x of rank >= 2 with the elements of its last two axes outside a triangle set "

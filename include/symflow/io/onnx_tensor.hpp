@@ -1,0 +1,135 @@
+#pragma once
+// ONNX TensorProto <-> graph_tensor, for the importer (onnx_import.hpp) and the conformance
+// driver's test data. A TensorProto read from a file is untrusted: its dims, dtype and data fields
+// are checked against each other and against a size bound before anything is allocated.
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "../core/dtype.hpp"
+#include "../core/error.hpp"
+#include "../ir/graph.hpp"
+
+namespace symflow {
+
+// An ONNX model cannot be imported: unsupported ops, attributes or dtypes (every one listed), a
+// malformed or oversized file, or a graph whose nodes do not fit the ops' rules.
+class onnx_import_error : public error {
+ public:
+  using error::error;
+};
+
+namespace onnx_detail {
+
+// The symflow dtype of an ONNX TensorProto.DataType code, or an error naming it.
+inline dtype dtype_of_onnx_code(std::int32_t code, const std::string& who) {
+  for (std::size_t i = 0; i < dtype_count; ++i) {
+    const dtype t = static_cast<dtype>(i);
+    if (dtype_info_of(t).onnx == code) return t;
+  }
+  const char* name = onnx::TensorProto_DataType_IsValid(code)
+                         ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(code)).c_str()
+                         : "an unknown code";
+  throw onnx_import_error(who + ": ONNX data type " + std::to_string(code) + " (" + name + ") is not a symflow dtype");
+}
+
+// Element count of dims, refusing negative dims and counts over `max_elements`.
+inline std::size_t checked_count(const google::protobuf::RepeatedField<std::int64_t>& dims, std::size_t max_elements,
+                                 const std::string& who) {
+  std::size_t n = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0) throw onnx_import_error(who + ": negative extent " + std::to_string(d));
+    if (d != 0 && n > max_elements / std::size_t(d))
+      throw onnx_import_error(who + ": more than " + std::to_string(max_elements) + " elements");
+    n *= std::size_t(d);
+  }
+  if (n > max_elements) throw onnx_import_error(who + ": more than " + std::to_string(max_elements) + " elements");
+  return n;
+}
+
+template <class Field>
+void check_field_size(const Field& f, std::size_t n, const char* field, const std::string& who) {
+  if (std::size_t(f.size()) != n)
+    throw onnx_import_error(who + ": " + field + " holds " + std::to_string(f.size()) + " values for " +
+                            std::to_string(n) + " elements");
+}
+
+}  // namespace onnx_detail
+
+// The tensor's elements as a graph_tensor (C order, little-endian bytes). `who` names it in errors;
+// `max_bytes` bounds its size.
+inline graph_tensor from_onnx_tensor(const onnx::TensorProto& t, const std::string& who, std::size_t max_bytes) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
+    throw onnx_import_error(who + ": data in external files is not read");
+  if (t.has_segment()) throw onnx_import_error(who + ": segmented tensors are not read");
+  graph_tensor out;
+  out.type = onnx_detail::dtype_of_onnx_code(t.data_type(), who);
+  const std::size_t size = dtype_size(out.type);
+  const std::size_t n = onnx_detail::checked_count(t.dims(), max_bytes / size, who);
+  out.extents.assign(t.dims().begin(), t.dims().end());
+  out.bytes.resize(n * size);
+  unsigned char* dst = out.bytes.data();
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != out.bytes.size())
+      throw onnx_import_error(who + ": raw_data holds " + std::to_string(t.raw_data().size()) + " bytes for " +
+                              std::to_string(n) + " elements of " + std::string(dtype_name(out.type)));
+    if (n) std::memcpy(dst, t.raw_data().data(), out.bytes.size());
+    if (out.type == dtype::boolean)  // one byte each, 0 or 1 in a graph_tensor
+      for (auto& b : out.bytes) b = b != 0;
+    return out;
+  }
+  // Typed fields (onnx.proto): each element in the field of its kind, narrower integers, bool and
+  // 16-bit floats' bits in int32_data, u32 and u64 in uint64_data.
+  const auto put = [&](std::size_t i, auto v) {
+    using V = decltype(v);
+    if (size == sizeof(V)) std::memcpy(dst + i * size, &v, size);
+  };
+  switch (out.type) {
+    case dtype::f32:
+      onnx_detail::check_field_size(t.float_data(), n, "float_data", who);
+      for (std::size_t i = 0; i < n; ++i) put(i, t.float_data(int(i)));
+      break;
+    case dtype::f64:
+      onnx_detail::check_field_size(t.double_data(), n, "double_data", who);
+      for (std::size_t i = 0; i < n; ++i) put(i, t.double_data(int(i)));
+      break;
+    case dtype::i64:
+      onnx_detail::check_field_size(t.int64_data(), n, "int64_data", who);
+      for (std::size_t i = 0; i < n; ++i) put(i, t.int64_data(int(i)));
+      break;
+    case dtype::u32:
+    case dtype::u64:
+      onnx_detail::check_field_size(t.uint64_data(), n, "uint64_data", who);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t v = t.uint64_data(int(i));
+        if (out.type == dtype::u32) put(i, std::uint32_t(v));
+        else put(i, v);
+      }
+      break;
+    default:  // i32, i16, u16, i8, u8, bool, f16, bf16
+      onnx_detail::check_field_size(t.int32_data(), n, "int32_data", who);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::int32_t v = t.int32_data(int(i));
+        if (out.type == dtype::boolean) dst[i] = v != 0;
+        else if (size == 4) put(i, v);
+        else if (size == 2) put(i, std::uint16_t(v));
+        else put(i, std::uint8_t(v));
+      }
+  }
+  return out;
+}
+
+// The tensor as an ONNX TensorProto with raw_data.
+inline onnx::TensorProto to_onnx_tensor(const graph_tensor& t, const std::string& name) {
+  onnx::TensorProto out;
+  out.set_name(name);
+  out.set_data_type(dtype_info_of(t.type).onnx);
+  for (std::int64_t e : t.extents) out.add_dims(e);
+  out.set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()));
+  return out;
+}
+
+}  // namespace symflow

@@ -1,0 +1,141 @@
+#pragma once
+// Import of ONNX models as graph values: from_onnx(model) / load_onnx(path). The result runs on the
+// interpreter and is differentiated by `differentiate` like any graph value.
+//
+//   - graph inputs that are not initialisers become inputs (placeholders), unknown extents -1;
+//   - floating-point initialisers become parameters holding their values (train them, save them
+//     as a checkpoint); other initialisers, and Constant nodes, become constants;
+//   - each ONNX node is read by the listed op that reads its op type (the op's own file:
+//     expr/onnx_form.hpp), or by one of the importer's compositions for ONNX ops that are not one
+//     symflow op (onnx_import_compositions.hpp); its symflow nodes are named in a scope of the ONNX
+//     node's name;
+//   - an ONNX node that cannot be read (an op type, attribute, attribute value or dtype symflow
+//     does not have, or operands that do not fit the op's rules) is listed in one onnx_import_error
+//     with every other such node; nodes that only read its outputs are not listed again.
+//
+// The model is untrusted input: its size, node count, tensor sizes and names are bounded
+// (onnx_import_limits), every reference is checked, and nothing in it becomes code.
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "../io/onnx_tensor.hpp"
+#include "../ir/onnx_forms.hpp"
+#include "builder.hpp"
+#include "onnx_import_compositions.hpp"
+#include "onnx_import_reader.hpp"
+
+namespace symflow {
+
+// The ONNX opset versions (default domain) the importer reads: what ONNX 1.12 defines.
+inline constexpr std::int64_t onnx_import_min_opset = 1, onnx_import_max_opset = 17;
+
+namespace onnx_detail {
+
+inline std::optional<std::int64_t> default_domain_opset(const onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  return std::nullopt;
+}
+
+// The dtype and extents of a graph input from its ValueInfoProto.
+inline graph_type input_type(const onnx::ValueInfoProto& v, const onnx_import_limits& limits) {
+  const std::string who = "input '" + v.name() + "'";
+  if (!v.type().has_tensor_type()) throw onnx_import_error(who + ": only tensor inputs are read (not sequences, maps or optionals)");
+  const auto& t = v.type().tensor_type();
+  graph_type out{dtype_of_onnx_code(t.elem_type(), who), {}};
+  if (!t.has_shape()) throw onnx_import_error(who + ": has no shape (its rank must be known)");
+  if (std::size_t(t.shape().dim_size()) > limits.max_rank)
+    throw onnx_import_error(who + ": rank " + std::to_string(t.shape().dim_size()) + " exceeds " + std::to_string(limits.max_rank));
+  for (const auto& d : t.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() < 0) throw onnx_import_error(who + ": negative extent");
+    out.shape.push_back(d.has_dim_value() ? d.dim_value() : unknown_extent);
+  }
+  return out;
+}
+
+}  // namespace onnx_detail
+
+// The graph value of an ONNX model; onnx_import_error when it cannot be read.
+inline graph from_onnx(const onnx::ModelProto& model, const onnx_import_limits& limits = {}) {
+  using namespace onnx_detail;
+  const std::optional<std::int64_t> opset = default_domain_opset(model);
+  if (!opset) throw onnx_import_error("ONNX model: it imports no version of the default ONNX domain");
+  if (*opset < onnx_import_min_opset || *opset > onnx_import_max_opset)
+    throw onnx_import_error("ONNX model: opset " + std::to_string(*opset) + " is outside the versions read (" +
+                            std::to_string(onnx_import_min_opset) + " to " + std::to_string(onnx_import_max_opset) + ")");
+  const onnx::GraphProto& g = model.graph();
+  if (std::size_t(g.node_size()) > limits.max_nodes)
+    throw onnx_import_error("ONNX model: " + std::to_string(g.node_size()) + " nodes, more than " + std::to_string(limits.max_nodes));
+
+  graph_builder builder;
+  onnx_value_table values(builder, limits);
+  for (const auto& init : g.initializer()) values.add_initializer(init);
+  for (const auto& sparse : g.sparse_initializer())
+    throw onnx_import_error("initialiser '" + sparse.values().name() + "': sparse initialisers are not read");
+  for (const auto& in : g.input()) {
+    if (values.is_initializer(in.name())) continue;  // an initialiser with a default listed as an input (IR < 4)
+    values.add_input(in.name(), input_type(in, limits));
+  }
+
+  std::vector<std::string> problems;
+  for (int k = 0; k < g.node_size(); ++k) {
+    const onnx::NodeProto& node = g.node(k);
+    onnx_import_reader reader(values, node, *opset, k);
+    if (reader.reads_poisoned_value()) {
+      reader.poison_outputs();
+      continue;
+    }
+    try {
+      reader.read();
+    } catch (const error& e) {
+      problems.push_back(reader.describe() + ": " + onnx_import_reader::message_of(e));
+      reader.poison_outputs();
+    }
+  }
+
+  std::vector<graph_handle> outputs;
+  for (const auto& out : g.output()) {
+    if (values.is_poisoned(out.name())) continue;
+    const std::optional<graph_handle> h = values.find(out.name());
+    if (!h) problems.push_back("output '" + out.name() + "': no node or input produces it");
+    else outputs.push_back(*h);
+  }
+  if (!problems.empty()) {
+    std::string message = "ONNX model: " + std::to_string(problems.size()) + " node" + (problems.size() == 1 ? "" : "s") +
+                          " cannot be imported:";
+    for (const auto& p : problems) message += "\n  " + p;
+    throw onnx_import_error(message);
+  }
+  graph out = builder.build(outputs);
+  validate(out, "ONNX model");
+  return out;
+}
+
+// Reads and imports an ONNX file (a ModelProto); onnx_import_error names the file.
+inline graph load_onnx(const std::string& path, const onnx_import_limits& limits = {}) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw onnx_import_error("ONNX file '" + path + "': cannot be opened");
+  const std::streamoff size = in.tellg();
+  if (size < 0 || std::uint64_t(size) > limits.max_file_bytes)
+    throw onnx_import_error("ONNX file '" + path + "': " + std::to_string(size) + " bytes, more than " +
+                            std::to_string(limits.max_file_bytes));
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), size)) throw onnx_import_error("ONNX file '" + path + "': cannot be read");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) throw onnx_import_error("ONNX file '" + path + "': not an ONNX model (protobuf parse failed)");
+  try {
+    return from_onnx(model, limits);
+  } catch (const onnx_import_error& e) {
+    throw onnx_import_error("ONNX file '" + path + "': " + e.what());
+  }
+}
+
+}  // namespace symflow

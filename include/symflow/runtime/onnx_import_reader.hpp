@@ -1,0 +1,336 @@
+#pragma once
+// The ONNX importer's state (onnx_import.hpp): the values of the graph being built by ONNX name,
+// and the reader an op's or a composition's reading of one ONNX node is given
+// (expr/onnx_form.hpp's onnx_node_reader, plus graph handles for the compositions).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "../io/onnx_tensor.hpp"
+#include "../ir/onnx_forms.hpp"
+#include "builder.hpp"
+#include "interpreter.hpp"
+
+namespace symflow {
+
+// Bounds on what an imported model may hold (an ONNX file is untrusted input).
+struct onnx_import_limits {
+  std::uint64_t max_file_bytes = std::uint64_t(4) << 30;
+  std::size_t max_nodes = std::size_t(1) << 20;
+  std::size_t max_tensor_bytes = std::size_t(2) << 30;  // one initialiser or constant
+  std::size_t max_rank = 16;
+  std::size_t max_name_bytes = 4096;
+};
+
+// What an ONNX value name stands for while a model is imported.
+class onnx_value_table {
+ public:
+  onnx_value_table(graph_builder& b, const onnx_import_limits& limits) : builder_(b), limits_(limits) {}
+
+  graph_builder& builder() { return builder_; }
+  const onnx_import_limits& limits() const { return limits_; }
+
+  void add_initializer(const onnx::TensorProto& t) {
+    check_name(t.name(), "initialiser");
+    if (initializers_.count(t.name()) || values_.count(t.name()))
+      throw onnx_import_error("initialiser '" + t.name() + "': the name is defined twice");
+    graph_tensor data = from_onnx_tensor(t, "initialiser '" + t.name() + "'", limits_.max_tensor_bytes);
+    if (is_floating_dtype(data.type)) parameter_names_.insert(t.name());
+    initializers_.emplace(t.name(), std::move(data));
+  }
+  // A constant whose elements may be computed with at import time: not a parameter (weights stay
+  // trainable), and small (shape arithmetic, axes, indices).
+  bool is_foldable(const std::string& name) {
+    if (parameter_names_.count(name)) return false;
+    const graph_tensor* t = constant_data(name);
+    return t && t->element_count() <= fold_limit;
+  }
+  static constexpr std::size_t fold_limit = std::size_t(1) << 16;
+  bool is_initializer(const std::string& name) const { return initializers_.count(name) != 0; }
+  void add_input(const std::string& name, graph_type type) {
+    check_name(name, "input");
+    define(name, builder_.input(name, type.type, std::move(type.shape)));
+  }
+  // A constant's value, kept for readings that need its elements (Reshape's shape, Slice's starts).
+  graph_handle add_constant(const std::string& name, graph_tensor data) {
+    graph_handle h = builder_.constant(data);
+    constant_data_[h.id] = std::move(data);
+    if (!name.empty()) define(name, h);
+    return h;
+  }
+  void define(const std::string& name, graph_handle h) {
+    check_name(name, "value");
+    if (values_.count(name) || initializers_.count(name) || poisoned_.count(name))
+      throw onnx_import_error("value '" + name + "' is defined twice (ONNX graphs are single assignment)");
+    values_.emplace(name, h);
+  }
+  void poison(const std::string& name) { poisoned_.insert(name); }
+  bool is_poisoned(const std::string& name) const { return poisoned_.count(name) != 0; }
+
+  // The value named `name`: an initialiser becomes a parameter (floating point) or a constant on
+  // first use.
+  std::optional<graph_handle> find(const std::string& name) {
+    if (auto it = values_.find(name); it != values_.end()) return it->second;
+    auto init = initializers_.find(name);
+    if (init == initializers_.end()) return std::nullopt;
+    graph_tensor data = std::move(init->second);
+    initializers_.erase(init);
+    if (is_floating_dtype(data.type)) {
+      const graph_type t{data.type, data.extents};
+      return values_.emplace(name, builder_.parameter(name, t.type, t.shape, std::move(data))).first->second;
+    }
+    graph_handle h = add_constant("", std::move(data));
+    values_.emplace(name, h);
+    return h;
+  }
+  // The elements of a constant value (an initialiser, a Constant node, or a value an ONNX reading
+  // made a constant), or nullptr.
+  const graph_tensor* constant_data(const std::string& name) {
+    if (auto init = initializers_.find(name); init != initializers_.end()) return &init->second;
+    auto it = values_.find(name);
+    if (it == values_.end()) return nullptr;
+    auto c = constant_data_.find(it->second.id);
+    if (c != constant_data_.end()) return &c->second;
+    // A parameter made from an initialiser keeps its value.
+    if (const graph_leaf* leaf = builder_.leaf(it->second.id); leaf && leaf->value) return &*leaf->value;
+    return nullptr;
+  }
+
+ private:
+  void check_name(const std::string& name, const char* what) const {
+    if (name.size() > limits_.max_name_bytes)
+      throw onnx_import_error(std::string(what) + " name of " + std::to_string(name.size()) + " bytes, more than " +
+                              std::to_string(limits_.max_name_bytes));
+  }
+  graph_builder& builder_;
+  onnx_import_limits limits_;
+  std::map<std::string, graph_tensor> initializers_;  // not yet used as a value
+  std::map<std::string, graph_handle> values_;
+  std::map<std::uint32_t, graph_tensor> constant_data_;
+  std::set<std::string> poisoned_;  // outputs of nodes that could not be read
+  std::set<std::string> parameter_names_;  // floating-point initialisers
+};
+
+class onnx_import_reader;
+// A composition's reading (onnx_import_compositions.hpp).
+using onnx_composition = void (*)(onnx_import_reader&);
+inline onnx_composition find_onnx_composition(std::string_view type);
+
+// One ONNX node being read.
+class onnx_import_reader final : public onnx_node_reader {
+ public:
+  onnx_import_reader(onnx_value_table& values, const onnx::NodeProto& node, std::int64_t opset, int index)
+      : values_(values), node_(node), opset_(opset), index_(index) {}
+
+  // "node 3 'conv1' (Conv)".
+  std::string describe() const {
+    std::string s = "node " + std::to_string(index_);
+    if (!node_.name().empty()) s += " '" + node_.name() + "'";
+    return s + " (" + (node_.domain().empty() ? "" : node_.domain() + ".") + node_.op_type() + ")";
+  }
+  static std::string message_of(const error& e) { return e.what(); }
+
+  bool reads_poisoned_value() const {
+    for (const auto& in : node_.input())
+      if (values_.is_poisoned(in)) return true;
+    return false;
+  }
+  void poison_outputs() {
+    for (const auto& out : node_.output())
+      if (!out.empty()) values_.poison(out);
+  }
+
+  // Reads the node: its op's or composition's reading, then the checks that every attribute was
+  // understood and every requested output made.
+  void read() {
+    if (!node_.domain().empty() && node_.domain() != "ai.onnx") refuse("the domain '" + node_.domain() + "' is not read");
+    const onnx_reading by_op = find_onnx_reading(node_.op_type());
+    const onnx_composition by_composition = by_op ? nullptr : find_onnx_composition(node_.op_type());
+    if (!by_op && !by_composition) refuse("no symflow op or composition reads this ONNX op type");
+    for (const auto& in : node_.input())
+      if (!in.empty() && !values_.find(in) && !values_.constant_data(in)) refuse("input '" + in + "' is not defined before it");
+    if (folds()) return fold(by_op, by_composition);
+    auto scope = values_.builder().scope(node_.name().empty() ? node_.op_type() : node_.name());
+    if (by_op) by_op(*this);
+    else by_composition(*this);
+    finish();
+  }
+
+ private:
+  // A node whose inputs are all small constants that are not parameters (Shape -> Gather -> Concat
+  // -> Reshape chains, as exporters write them) is computed here: read into a scratch graph over
+  // those constants, run, and its outputs become constants that later readings can read.
+  bool folds() {
+    if (node_.input_size() == 0) return false;
+    for (const auto& in : node_.input())
+      if (!in.empty() && !values_.is_foldable(in)) return false;
+    return true;
+  }
+  void fold(onnx_reading by_op, onnx_composition by_composition) {
+    graph_builder scratch_builder;
+    onnx_value_table scratch(scratch_builder, values_.limits());
+    for (const auto& in : node_.input())
+      if (!in.empty() && !scratch.find(in)) scratch.add_constant(in, *values_.constant_data(in));
+    onnx_import_reader inner(scratch, node_, opset_, index_);
+    if (by_op) by_op(inner);
+    else by_composition(inner);
+    inner.finish_checks();
+    std::vector<graph_handle> outputs;
+    for (const auto& [k, h] : inner.results_) outputs.push_back(h);
+    const std::vector<runtime_tensor> computed = run_graph(scratch_builder.build(outputs), {});
+    std::size_t j = 0;
+    for (const auto& [k, h] : inner.results_) {
+      if (computed[j].size() > onnx_value_table::fold_limit) refuse("a constant result of more than 2^16 elements");
+      constant_result(computed[j++].to_graph_tensor(), k);
+    }
+    for (const auto& [k, h] : results_) values_.define(node_.output(int(k)), h);
+  }
+  // Every attribute understood, every requested output made.
+  void finish_checks() const {
+    for (const auto& [k, h] : results_)
+      if (k >= output_count() || node_.output(int(k)).empty())
+        refuse("it has no output " + std::to_string(k) + " (" + std::to_string(output_count()) + " outputs are named)");
+    std::string unread;
+    for (const auto& a : node_.attribute())
+      if (!read_.count(a.name())) unread += (unread.empty() ? "'" : ", '") + a.name() + "'";
+    if (!unread.empty()) refuse("attributes not supported: " + unread);
+    for (int k = 0; k < node_.output_size(); ++k)
+      if (!node_.output(k).empty() && !results_.count(std::size_t(k)))
+        refuse("output " + std::to_string(k) + " ('" + node_.output(k) + "') is not supported");
+  }
+  void finish() {
+    finish_checks();
+    for (const auto& [k, h] : results_) values_.define(node_.output(int(k)), h);
+  }
+
+ public:
+
+  // --- onnx_node_reader ---
+  std::string_view op_type() const override { return node_.op_type(); }
+  std::int64_t opset() const override { return opset_; }
+  std::size_t input_count() const override { return std::size_t(node_.input_size()); }
+  bool has_input(std::size_t i) const override { return i < input_count() && !node_.input(int(i)).empty(); }
+  value input(std::size_t i) const override { return handle_of_input(i).id; }
+  dtype dtype_of(value v) const override { return values_.builder().type_of(v).type; }
+  std::vector<std::int64_t> extents_of(value v) const override { return values_.builder().type_of(v).shape; }
+  bool is_constant(std::size_t i) const override { return has_input(i) && values_.constant_data(node_.input(int(i))); }
+  std::vector<std::int64_t> constant_integers(std::size_t i) const override {
+    std::vector<std::int64_t> out;
+    visit_constant(i, [&](auto v) { out.push_back(static_cast<std::int64_t>(v)); }, true);
+    return out;
+  }
+  std::vector<double> constant_numbers(std::size_t i) const override {
+    std::vector<double> out;
+    visit_constant(i, [&](auto v) { out.push_back(static_cast<double>(v)); }, false);
+    return out;
+  }
+  bool has(std::string_view name) const override { return find_attribute(name) != nullptr; }
+  std::int64_t integer(std::string_view name, std::int64_t fallback) const override {
+    const auto* a = attribute_of(name, onnx::AttributeProto::INT);
+    return a ? a->i() : fallback;
+  }
+  std::vector<std::int64_t> integers(std::string_view name, std::vector<std::int64_t> fallback) const override {
+    const auto* a = attribute_of(name, onnx::AttributeProto::INTS);
+    if (!a) return fallback;
+    if (std::size_t(a->ints_size()) > values_.limits().max_nodes) refuse("attribute '" + std::string(name) + "' is too long");
+    return {a->ints().begin(), a->ints().end()};
+  }
+  double number(std::string_view name, double fallback) const override {
+    const auto* a = attribute_of(name, onnx::AttributeProto::FLOAT);
+    return a ? double(a->f()) : fallback;
+  }
+  std::string text(std::string_view name, std::string fallback) const override {
+    const auto* a = attribute_of(name, onnx::AttributeProto::STRING);
+    return a ? a->s() : fallback;
+  }
+  value apply(std::string_view op, std::vector<value> operands, std::vector<op_attribute> attributes) override {
+    std::vector<graph_handle> in;
+    for (value v : operands) in.push_back(values_.builder().handle(v));
+    std::vector<graph_attribute> a;
+    for (auto& at : attributes)
+      a.push_back({std::move(at.key), std::visit([](auto&& x) { return attribute_value(std::move(x)); }, std::move(at.value))});
+    return values_.builder().apply(op, in, std::move(a)).id;
+  }
+  value scalar(dtype t, double v) override { return values_.builder().literal(v, t).id; }
+  void result(value v, std::size_t output) override { results_[output] = values_.builder().handle(v); }
+  [[noreturn]] void refuse(const std::string& why) const override { throw onnx_import_error(why); }
+
+  // --- for the compositions ---
+  graph_builder& builder() { return values_.builder(); }
+  graph_handle handle(value v) { return values_.builder().handle(v); }
+  graph_handle operand(std::size_t i) { return handle_of_input(i); }
+  void result(const graph_handle& h, std::size_t output = 0) { results_[output] = h; }
+  std::size_t output_count() const { return std::size_t(node_.output_size()); }
+  bool wants_output(std::size_t k) const { return k < output_count() && !node_.output(int(k)).empty(); }
+  // A constant value of this node's output k (Constant, Shape): later readings can read its elements.
+  void constant_result(graph_tensor data, std::size_t output = 0) {
+    results_[output] = values_.add_constant("", std::move(data));
+  }
+  const onnx::AttributeProto* attribute_of(std::string_view name, onnx::AttributeProto::AttributeType type) const {
+    const onnx::AttributeProto* a = find_attribute(name);
+    if (!a) return nullptr;
+    if (a->type() != type && !(a->type() == onnx::AttributeProto::UNDEFINED && attribute_has_field(*a, type)))
+      refuse("attribute '" + std::string(name) + "' is a " + onnx::AttributeProto::AttributeType_Name(a->type()) + ", not a " +
+             onnx::AttributeProto::AttributeType_Name(type));
+    return a;
+  }
+  const onnx_import_limits& limits() const { return values_.limits(); }
+
+ private:
+  static bool attribute_has_field(const onnx::AttributeProto& a, onnx::AttributeProto::AttributeType type) {
+    switch (type) {
+      case onnx::AttributeProto::INT: return a.has_i();
+      case onnx::AttributeProto::FLOAT: return a.has_f();
+      case onnx::AttributeProto::STRING: return a.has_s();
+      case onnx::AttributeProto::TENSOR: return a.has_t();
+      case onnx::AttributeProto::INTS: return a.ints_size() > 0;
+      case onnx::AttributeProto::FLOATS: return a.floats_size() > 0;
+      default: return false;
+    }
+  }
+  const onnx::AttributeProto* find_attribute(std::string_view name) const {
+    read_.insert(std::string(name));
+    for (const auto& a : node_.attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  graph_handle handle_of_input(std::size_t i) const {
+    if (!has_input(i)) refuse("input " + std::to_string(i) + " is missing");
+    const std::optional<graph_handle> h = values_.find(node_.input(int(i)));
+    if (!h) refuse("input '" + node_.input(int(i)) + "' is not defined before it");
+    return *h;
+  }
+  template <class F>
+  void visit_constant(std::size_t i, F&& f, bool integral) const {
+    if (!has_input(i)) refuse("input " + std::to_string(i) + " is missing");
+    const graph_tensor* t = values_.constant_data(node_.input(int(i)));
+    if (!t) refuse("input " + std::to_string(i) + " ('" + node_.input(int(i)) + "') must be a constant");
+    if (integral && (is_floating_dtype(t->type) || t->type == dtype::boolean))
+      refuse("input " + std::to_string(i) + " ('" + node_.input(int(i)) + "') is not an integer tensor");
+    visit_dtype(t->type, [&](auto zero) {
+      using T = decltype(zero);
+      const std::size_t n = t->bytes.size() / sizeof(T);
+      for (std::size_t k = 0; k < n; ++k) {
+        T v;
+        std::memcpy(&v, t->bytes.data() + k * sizeof(T), sizeof(T));
+        if constexpr (std::is_same_v<T, bool>) f(int(v));
+        else if constexpr (std::is_arithmetic_v<T>) f(v);
+        else f(float(v));  // half, bfloat16
+      }
+    });
+  }
+
+  onnx_value_table& values_;
+  const onnx::NodeProto& node_;
+  std::int64_t opset_;
+  int index_;
+  mutable std::set<std::string> read_;
+  std::map<std::size_t, graph_handle> results_;
+};
+
+}  // namespace symflow

@@ -6,6 +6,7 @@
 //   symflow grad FILE --wrt NAME [--wrt NAME ...] -o OUT
 //   symflow convert IN OUT
 //   symflow export FILE OUT.onnx [--params CHECKPOINT]
+//   symflow import MODEL.onnx OUT
 //   symflow ops
 // Any bad input ends the program with exit code 1 and one line "symflow: <reason>" on stderr, so
 // scripts can test the code and show the line.
@@ -32,6 +33,7 @@
 
 #if SYMFLOW_CLI_HAS_ONNX
 #include <symflow/io/onnx.hpp>
+#include <symflow/runtime/onnx_import.hpp>
 #include <symflow/train/checkpoint.hpp>
 #endif
 
@@ -74,6 +76,11 @@ commands:
       Writes the graph as an ONNX model (opset 17; docs/onnx.md). Parameters become initialisers
       with the values of the checkpoint (.safetensors) or, without one, those embedded in FILE;
       others become graph inputs. An op without an ONNX form is an error naming every such node.
+  import MODEL.onnx OUT
+      Reads an ONNX model (opsets 1 to 17; docs/onnx.md) as a graph value and writes it to OUT
+      (JSON if its name ends in .json, else binary). Floating-point initialisers become
+      parameters with their values embedded; graph inputs become inputs. An ONNX node that
+      cannot be read is an error naming every such node and why.
   ops
       The op reference as Markdown on stdout: every op of the op list, sorted by name, with its
       kind, operand count, attributes and the doc string of its own file (docs/ops.md is this
@@ -283,6 +290,20 @@ int export_command(const std::vector<std::string>& args) {
 #endif
 }
 
+int import_command(const std::vector<std::string>& args) {
+  const auto a = parse_arguments("import", args, {}, 2);
+#if SYMFLOW_CLI_HAS_ONNX
+  const graph g = load_onnx(a.positional[0]);
+  const auto to = format_for_output(a.positional[1], graph_format::binary);
+  save_graph_file(a.positional[1], g, to);
+  std::cout << "wrote " << a.positional[1] << " (" << format_name(to) << "): " << g.inputs.size() << " inputs, "
+            << g.parameters.size() << " parameters, " << g.nodes.size() << " nodes, " << g.outputs.size() << " outputs\n";
+  return 0;
+#else
+  throw usage_error("import: not available in this build (it needs libonnx-dev)");
+#endif
+}
+
 // The op reference (symflow ops; docs/ops.md is its output). Everything comes from the op list:
 // registered_ops (ir/op_registry.hpp) gives each op's type, whose `doc` member is the paragraph,
 // and the op's schema gives the operand count and the attributes a graph file spells.
@@ -415,9 +436,10 @@ int dispatch(int argc, char** argv) {
   if (command == "grad") return grad_command(args);
   if (command == "convert") return convert_command(args);
   if (command == "export") return export_command(args);
+  if (command == "import") return import_command(args);
   if (command == "ops") return ops_command(args);
   throw usage_error("unknown command '" + command +
-                    "' (commands: inspect, dot, run, grad, convert, export, ops; see symflow --help)");
+                    "' (commands: inspect, dot, run, grad, convert, export, import, ops; see symflow --help)");
 }
 
 }  // namespace

@@ -146,6 +146,50 @@ def case_export(tool, data):
     tool.refuses(["export", encode, tool.file("one_hot.onnx")], "node 'encode': op 'one_hot' has no ONNX form")
 
 
+def case_import(tool, data):
+    """export then import: the imported graph runs and gives the fixture's outputs (NumPy), and
+    W, an initialiser, is a parameter again; an ONNX model with ops no one reads is refused naming
+    each node."""
+    np = need_numpy()
+    os.makedirs(tool.work, exist_ok=True)
+    onnx_file, back = tool.file("dense.onnx"), tool.file("dense_back.sfg")
+    result = subprocess.run([tool.path, "import", os.path.join(data, "missing.onnx"), back], capture_output=True, text=True)
+    if result.returncode == 1 and "not available in this build" in result.stderr:
+        print("skipped: this symflow was built without libonnx-dev")
+        sys.exit(77)
+    tool.run("export", os.path.join(data, "dense_v1.json"), onnx_file)
+    out = tool.run("import", onnx_file, back).stdout
+    if "2 inputs, 1 parameters" not in out:
+        fail("import printed:\n" + out)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    b = rng.standard_normal(2).astype(np.float32)
+    xp, bp = write_npy(np, tool.file("x.npy"), x), write_npy(np, tool.file("b.npy"), b)
+    out_dir = tool.file("import_out")
+    tool.run("run", back, "--feed", "x=" + xp, "--feed", "b=" + bp, "--out", out_dir)
+    want = dense_v1_reference(np, x, b, data)
+    for k in range(2):
+        got = np.load(os.path.join(out_dir, "output_%d.npy" % k))
+        if got.shape != want[k].shape or not np.allclose(got, want[k], rtol=1e-5, atol=1e-6):
+            fail("imported output_%d.npy differs from NumPy:\n%s\n%s" % (k, got, want[k]))
+    try:
+        import onnx
+        from onnx import helper, TensorProto
+    except ImportError:
+        return
+    v = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2])
+    g = helper.make_graph([helper.make_node("Atan", ["x"], ["y"], name="first"),
+                           helper.make_node("Relu", ["y"], ["z"], name="second"),
+                           helper.make_node("Celu", ["x"], ["w"], name="third")], "g", [v("x")], [v("z"), v("w")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), tool.file("unread.onnx"))
+    result = tool.run("import", tool.file("unread.onnx"), tool.file("unread.sfg"), expect=1)
+    for word in ("2 nodes cannot be imported", "node 0 'first' (Atan)", "node 2 'third' (Celu)"):
+        if word not in result.stderr:
+            fail("import of unread ops: %r not in %r" % (word, result.stderr))
+    if "second" in result.stderr:
+        fail("import named the node that only reads a refused node's output: %r" % result.stderr)
+
+
 def case_ops(tool, data, reference):
     """`symflow ops` prints a section with a doc string for every op (it exits 1 naming any op
     without one), and docs/ops.md is exactly that output."""

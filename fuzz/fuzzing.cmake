@@ -59,7 +59,15 @@ if(SYMFLOW_BUILD_TESTS)
   # scripts/fuzz.sh's job.
   set(SYMFLOW_FUZZ_CI_RUNS 20000 CACHE STRING "Inputs each fuzzer's ctest entry runs")
   find_program(SYMFLOW_BASH bash)
-  foreach(format json binary npy safetensors idx cli_feed)
+  set(symflow_fuzz_formats json binary npy safetensors idx cli_feed)
+  find_package(Protobuf QUIET)
+  if(Protobuf_FOUND)
+    find_package(ONNX QUIET)
+  endif()
+  if(ONNX_FOUND)
+    list(APPEND symflow_fuzz_formats onnx)  # fuzz/CMakeLists.txt builds fuzz_onnx_import then
+  endif()
+  foreach(format ${symflow_fuzz_formats})
     add_test(NAME fuzz_${format}
       COMMAND "${SYMFLOW_BASH}" "${PROJECT_SOURCE_DIR}/scripts/fuzz.sh" --build-dir "${PROJECT_BINARY_DIR}"
               --runs ${SYMFLOW_FUZZ_CI_RUNS} --max-time 60 --seed 1 --fresh ${format})

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs the readers' libFuzzer targets (fuzz/) for a number of inputs each, and prints how many
 # ran, in how long, and whether any failed. ctest runs it briefly (fuzz_json, fuzz_binary, fuzz_npy,
-# fuzz_safetensors, fuzz_idx, fuzz_cli_feed).
+# fuzz_safetensors, fuzz_idx, fuzz_cli_feed, fuzz_onnx where libonnx-dev is installed).
 #
 #   scripts/fuzz.sh [--build-dir DIR] [--runs N] [--max-time SECONDS] [--seed S] [--fresh]
-#                   [json|binary|npy|safetensors|idx|cli_feed ...]
+#                   [json|binary|npy|safetensors|idx|cli_feed|onnx ...]
 #                   [-- LIBFUZZER_FLAGS...]
 #
 # DIR: a symflow build directory where the fuzz targets were built (default build-fuzz; the fuzzers
@@ -32,13 +32,16 @@ while [ $# -gt 0 ]; do
     --max-time) max_time=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --fresh) fresh=1; shift ;;
-    json|binary|npy|safetensors|idx|cli_feed) formats+=("$1"); shift ;;
+    json|binary|npy|safetensors|idx|cli_feed|onnx) formats+=("$1"); shift ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
   esac
 done
-[ ${#formats[@]} -gt 0 ] || formats=(json binary npy safetensors idx cli_feed)
+if [ ${#formats[@]} -eq 0 ]; then
+  formats=(json binary npy safetensors idx cli_feed)
+  [ ! -x "$build_dir/fuzz/fuzz_onnx_import" ] || formats+=(onnx)
+fi
 
 # Inputs up to 64 KiB. A single allocation of 16 MiB or more (256 times the largest input; the
 # loaders' largest legitimate one is about 1.5 MiB, a node or leaf vector) is reported as a bug: a
@@ -55,6 +58,7 @@ for format in "${formats[@]}"; do
     safetensors) target=fuzz_safetensors dict=safetensors.dict ;;
     idx) target=fuzz_idx dict=idx.dict ;;
     cli_feed) target=fuzz_cli_feed dict=cli_feed.dict ;;
+    onnx) target=fuzz_onnx_import dict=onnx.dict ;;
   esac
   fuzzer=$build_dir/fuzz/$target
   if [ ! -x "$fuzzer" ]; then

@@ -1,7 +1,9 @@
 #pragma once
 // ONNX ops that are not one symflow op, read as compositions of ops on graph handles, as a user
-// would write them (the ONNX operator specification, opsets 7 to 17). An ONNX op that one listed
-// op reads is read in that op's file instead (expr/onnx_form.hpp); this table is for the rest.
+// would write them (the ONNX operator specification, opsets 1 to 17): shapes, constants and
+// elementwise functions here, layers and losses in onnx_import_layers.hpp, and the one table of
+// them all. An ONNX op that one listed op reads is read in that op's file instead
+// (expr/onnx_form.hpp); this table is for the rest.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -10,29 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "onnx_import_layers.hpp"
 #include "onnx_import_reader.hpp"
 
 namespace symflow {
 namespace onnx_compositions {
 
 using reader = onnx_import_reader;
-
-inline std::int64_t known_product(reader& r, const std::vector<std::int64_t>& e, std::size_t from, std::size_t to) {
-  std::int64_t n = 1;
-  for (std::size_t a = from; a < to; ++a) {
-    if (e[a] < 0) return -1;
-    n *= e[a];
-  }
-  return n;
-}
-
-// x as the matrix [prod(extents[:axis]), prod(extents[axis:])] (Flatten; Softmax before opset 13).
-inline graph_handle as_matrix(reader& r, const graph_handle& x, std::int64_t axis) {
-  const std::vector<std::int64_t> e = x.shape();
-  const std::int64_t rows = known_product(r, e, 0, std::size_t(axis)), cols = known_product(r, e, std::size_t(axis), e.size());
-  if (rows < 0 && cols < 0) r.refuse("both sides of the flattened axis have extents that are not known");
-  return reshape(x, {rows, cols});
-}
 
 // The axes of an ONNX reduction, or none for noop_with_empty_axes (as read_onnx_reduction).
 inline std::optional<std::vector<int>> reduction_axes(reader& r) {
@@ -93,34 +79,6 @@ inline void reciprocal(reader& r) {
   r.result(r.handle(r.scalar(x.value_type(), 1.0)) / x);
 }
 
-// Y = alpha * A' B' + beta * C, A' = A or A^T (transA), B' likewise.
-inline void gemm(reader& r) {
-  graph_handle a = r.operand(0), b = r.operand(1);
-  if (a.rank() != 2 || b.rank() != 2) r.refuse("Gemm's A and B must be matrices");
-  if (r.integer("transA", 0)) a = transpose(a);
-  if (r.integer("transB", 0)) b = transpose(b);
-  const double alpha = r.number("alpha", 1.0), beta = r.number("beta", 1.0);
-  graph_handle y = matmul(a, b);
-  if (alpha != 1.0) y = y * r.handle(r.scalar(y.value_type(), alpha));
-  if (r.has_input(2)) {
-    graph_handle c = r.operand(2);
-    if (beta != 1.0) c = c * r.handle(r.scalar(c.value_type(), beta));
-    y = y + c;
-  }
-  r.result(y);
-}
-
-// Softmax, LogSoftmax: over `axis` from opset 13, before it over the flattened [:axis] x [axis:].
-template <bool Log>
-void softmax_family(reader& r) {
-  const graph_handle x = r.operand(0);
-  const auto apply = [](const graph_handle& v, int axis) { return Log ? log_softmax(v, axis) : softmax(v, axis); };
-  if (r.opset() >= 13) return r.result(apply(x, int(r.axis(r.integer("axis", -1), x.rank()))));
-  const std::int64_t axis = r.axis(r.integer("axis", 1), x.rank());
-  std::vector<std::int64_t> e = x.shape();
-  r.result(reshape(apply(as_matrix(r, x, axis), -1), e));
-}
-
 inline void flatten(reader& r) {
   const graph_handle x = r.operand(0);
   std::int64_t axis = r.integer("axis", 1);
@@ -171,53 +129,6 @@ inline void thresholded_relu(reader& r) {
   const graph_handle x = r.operand(0);
   const dtype t = x.value_type();
   r.result(where(x > r.handle(r.scalar(t, r.number("alpha", 1.0))), x, r.handle(r.scalar(t, 0.0))));
-}
-
-// Dropout at inference (training_mode absent or a constant false): the identity, mask all true.
-inline void dropout(reader& r) {
-  const graph_handle x = r.operand(0);
-  r.number("ratio", 0.5), r.integer("seed", 0);
-  if (r.has_input(2) && r.constant_numbers(2) != std::vector<double>{0})
-    r.refuse("training_mode is not a constant false (only inference is read)");
-  r.result(x);
-  if (r.wants_output(1)) r.result(r.builder().apply(ops::expand_as_op::name, {r.builder().literal(1, dtype::boolean), x}), 1);
-}
-
-// BatchNormalization at inference: (x - mean) / sqrt(var + epsilon) * scale + bias over axis 1.
-inline void batch_normalization(reader& r) {
-  const graph_handle x = r.operand(0);
-  if (r.integer("training_mode", 0) != 0) r.refuse("training_mode 1 (only inference is read)");
-  r.number("momentum", 0.9), r.integer("spatial", 1);
-  if (r.wants_output(1) || r.wants_output(2)) r.refuse("running mean and variance outputs (training) are not read");
-  if (x.rank() < 2) r.refuse("an input of rank below 2");
-  const auto channel = [&](std::size_t i) {  // [C] as [C, 1, ...], against x's axes after N
-    const graph_handle p = r.operand(i);
-    if (p.rank() != 1) r.refuse("scale, bias, mean and var must be vectors");
-    std::vector<std::int64_t> per_channel(x.rank() - 1, 1);
-    per_channel[0] = p.shape()[0];
-    return reshape(p, per_channel);
-  };
-  const graph_handle eps = r.handle(r.scalar(x.value_type(), r.number("epsilon", 1e-5)));
-  r.result((x - channel(3)) / sqrt(channel(4) + eps) * channel(1) + channel(2));
-}
-
-// LayerNormalization (opset 17): over the axes from `axis` on, scale and optional bias broadcast.
-inline void layer_normalization(reader& r) {
-  const graph_handle x = r.operand(0);
-  if (r.integer("stash_type", 1) != 1) r.refuse("stash_type other than 1 (float)");
-  const std::int64_t axis = r.axis(r.integer("axis", -1), x.rank());
-  std::vector<int> axes;
-  for (std::size_t a = std::size_t(axis); a < x.rank(); ++a) axes.push_back(int(a));
-  const graph_handle mu = reduce_value(ops::mean_op{}, x, axes, true);
-  const graph_handle centred = x - mu;
-  const graph_handle var = reduce_value(ops::mean_op{}, centred * centred, axes, true);
-  const graph_handle eps = r.handle(r.scalar(x.value_type(), r.number("epsilon", 1e-5)));
-  const graph_handle inverse_deviation = rsqrt(var + eps);
-  graph_handle y = centred * inverse_deviation * r.operand(1);
-  if (r.has_input(2)) y = y + r.operand(2);
-  r.result(y);
-  if (r.wants_output(1)) r.result(mu, 1);
-  if (r.wants_output(2)) r.result(inverse_deviation, 2);
 }
 
 // Sum and Mean of any number of operands (broadcasting).
@@ -343,10 +254,70 @@ inline void logical_xor(reader& r) {
   r.result(logical_and(logical_or(a, b), logical_not(logical_and(a, b))));
 }
 
+
+inline void cast_like(reader& r) { r.result(cast(r.operand(0), r.operand(1).value_type())); }
+inline void is_nan(reader& r) {
+  const graph_handle x = r.operand(0);
+  r.result(not_equal(x, x));
+}
+inline void is_inf(reader& r) {
+  const graph_handle x = r.operand(0);
+  const dtype t = x.value_type();
+  const bool positive = r.integer("detect_positive", 1) != 0, negative = r.integer("detect_negative", 1) != 0;
+  const graph_handle up = equal(x, r.handle(r.scalar(t, INFINITY))), down = equal(x, r.handle(r.scalar(t, -INFINITY)));
+  if (positive && negative) return r.result(logical_or(up, down));
+  if (positive) return r.result(up);
+  if (negative) return r.result(down);
+  r.result(logical_and(up, down));  // neither: all false
+}
+// Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+inline void celu(reader& r) {
+  const graph_handle x = r.operand(0);
+  const dtype t = x.value_type();
+  const double alpha = r.number("alpha", 1.0);
+  const graph_handle zero = r.handle(r.scalar(t, 0.0)), a = r.handle(r.scalar(t, alpha));
+  r.result(maximum(zero, x) + minimum(zero, a * (exp(x / a) - r.handle(r.scalar(t, 1.0)))));
+}
+// Tile: the operand repeated along each axis (a concat of copies), repeats a constant.
+inline void tile(reader& r) {
+  graph_handle y = r.operand(0);
+  const std::vector<std::int64_t> repeats = r.constant_integers(1);
+  if (repeats.size() != y.rank()) r.refuse("repeats has " + std::to_string(repeats.size()) + " values for rank " + std::to_string(y.rank()));
+  for (std::size_t a = 0; a < repeats.size(); ++a) {
+    if (repeats[a] < 1 || repeats[a] > 4096) r.refuse("a repeat count outside 1 to 4096");
+    if (repeats[a] > 1) y = concat(std::vector<graph_handle>(std::size_t(repeats[a]), y), std::int64_t(a));
+  }
+  r.result(y);
+}
+// Range of constant operands: a constant.
+inline void range(reader& r) {
+  const std::vector<double> start = r.constant_numbers(0), limit = r.constant_numbers(1), delta = r.constant_numbers(2);
+  if (start.size() != 1 || limit.size() != 1 || delta.size() != 1) r.refuse("start, limit and delta must be scalars");
+  if (delta[0] == 0 || !std::isfinite(delta[0]) || !std::isfinite(start[0]) || !std::isfinite(limit[0])) r.refuse("a zero or non-finite operand");
+  const double count = std::max(std::ceil((limit[0] - start[0]) / delta[0]), 0.0);
+  if (count > double(onnx_value_table::fold_limit)) r.refuse("more than 2^16 elements");
+  const dtype t = r.dtype_of(r.input(0));
+  graph_tensor out{t, {std::int64_t(count)}, std::vector<unsigned char>(std::size_t(count) * dtype_size(t))};
+  visit_dtype(t, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      for (std::size_t i = 0; i < std::size_t(count); ++i) {
+        const T v = T(T(start[0]) + T(i) * T(delta[0]));
+        std::memcpy(out.bytes.data() + i * sizeof(T), &v, sizeof(T));
+      }
+    } else {
+      r.refuse("Range of " + std::string(dtype_name(t)));
+    }
+  });
+  r.constant_result(std::move(out));
+}
+
 using entry = std::pair<std::string_view, onnx_composition>;
 // Sorted by ONNX op type.
 inline constexpr entry table[] = {
     {"BatchNormalization", &batch_normalization},
+    {"CastLike", &cast_like},
+    {"Celu", &celu},
     {"Constant", &constant},
     {"ConstantOfShape", &constant_of_shape},
     {"Dropout", &dropout},
@@ -354,12 +325,17 @@ inline constexpr entry table[] = {
     {"Flatten", &flatten},
     {"Gemm", &gemm},
     {"HardSigmoid", &hard_sigmoid},
+    {"Hardmax", &hardmax},
     {"HardSwish", &hard_swish},
     {"Identity", &identity},
+    {"IsInf", &is_inf},
+    {"IsNaN", &is_nan},
     {"LayerNormalization", &layer_normalization},
     {"LeakyRelu", &leaky_relu},
     {"LogSoftmax", &softmax_family<true>},
     {"Mean", &variadic_sum<true>},
+    {"NegativeLogLikelihoodLoss", &negative_log_likelihood_loss},
+    {"Range", &range},
     {"Reciprocal", &reciprocal},
     {"ReduceL1", &reduce_l1},
     {"ReduceL2", &reduce_l2},
@@ -369,10 +345,12 @@ inline constexpr entry table[] = {
     {"Shape", &shape_of},
     {"Size", &size_of},
     {"Softmax", &softmax_family<false>},
+    {"SoftmaxCrossEntropyLoss", &softmax_cross_entropy_loss},
     {"Split", &split},
     {"Squeeze", &squeeze},
     {"Sum", &variadic_sum<false>},
     {"ThresholdedRelu", &thresholded_relu},
+    {"Tile", &tile},
     {"Xor", &logical_xor},
 };
 

@@ -27,6 +27,7 @@
 #include "../ir/node_attributes.hpp"
 #include "../ir/onnx_forms.hpp"
 #include "files.hpp"
+#include "onnx_tensor.hpp"
 
 namespace symflow {
 
@@ -54,14 +55,6 @@ inline void set_type(onnx::ValueInfoProto& info, const graph_type& t, const std:
     if (t.shape[a] == unknown_extent) dim->set_dim_param(dim_prefix + "_dim" + std::to_string(a));
     else dim->set_dim_value(t.shape[a]);
   }
-}
-
-inline void set_tensor(onnx::TensorProto& out, const std::string& name, dtype type,
-                       const std::vector<std::int64_t>& extents, const void* bytes, std::size_t size) {
-  out.set_name(name);
-  out.set_data_type(dtype_info_of(type).onnx);
-  for (std::int64_t e : extents) out.add_dims(e);
-  out.set_raw_data(std::string(static_cast<const char*>(bytes), size));  // little-endian, as ONNX's raw_data
 }
 
 // Writes the ONNX nodes of the graph's nodes, one symflow node at a time.

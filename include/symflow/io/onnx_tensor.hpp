@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
@@ -26,14 +27,21 @@ namespace onnx_detail {
 
 // The symflow dtype of an ONNX TensorProto.DataType code, or an error naming it.
 inline dtype dtype_of_onnx_code(std::int32_t code, const std::string& who) {
-  for (std::size_t i = 0; i < dtype_count; ++i) {
-    const dtype t = static_cast<dtype>(i);
-    if (dtype_info_of(t).onnx == code) return t;
-  }
-  const char* name = onnx::TensorProto_DataType_IsValid(code)
-                         ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(code)).c_str()
-                         : "an unknown code";
+  if (const auto d = find_dtype(&dtype_info::onnx, code)) return *d;
+  const std::string name = onnx::TensorProto_DataType_IsValid(code)
+                               ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(code))
+                               : std::string("an unknown code");
   throw onnx_import_error(who + ": ONNX data type " + std::to_string(code) + " (" + name + ") is not a symflow dtype");
+}
+
+// A TensorProto of the given dtype and extents holding `size` bytes as raw_data (little-endian, as
+// ONNX's raw_data and a graph_tensor are).
+inline void set_tensor(onnx::TensorProto& out, const std::string& name, dtype type, const std::vector<std::int64_t>& extents,
+                       const void* bytes, std::size_t size) {
+  out.set_name(name);
+  out.set_data_type(dtype_info_of(type).onnx);
+  for (std::int64_t e : extents) out.add_dims(e);
+  out.set_raw_data(std::string(static_cast<const char*>(bytes), size));
 }
 
 // Element count of dims, refusing negative dims and counts over `max_elements`.
@@ -125,10 +133,7 @@ inline graph_tensor from_onnx_tensor(const onnx::TensorProto& t, const std::stri
 // The tensor as an ONNX TensorProto with raw_data.
 inline onnx::TensorProto to_onnx_tensor(const graph_tensor& t, const std::string& name) {
   onnx::TensorProto out;
-  out.set_name(name);
-  out.set_data_type(dtype_info_of(t.type).onnx);
-  for (std::int64_t e : t.extents) out.add_dims(e);
-  out.set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()));
+  onnx_detail::set_tensor(out, name, t.type, t.extents, t.bytes.data(), t.bytes.size());
   return out;
 }
 

@@ -11,6 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "../core/utf8.hpp"
 #include "../io/onnx_tensor.hpp"
 #include "../ir/onnx_forms.hpp"
 #include "builder.hpp"
@@ -106,7 +107,14 @@ class onnx_value_table {
     if (name.size() > limits_.max_name_bytes)
       throw onnx_import_error(std::string(what) + " name of " + std::to_string(name.size()) + " bytes, more than " +
                               std::to_string(limits_.max_name_bytes));
+    // Names travel into the graph value, whose files hold UTF-8 (protobuf does not check ONNX's).
+    if (!detail::valid_utf8(name)) throw onnx_import_error(std::string(what) + " name '" + detail::excerpt(name) + "' is not valid UTF-8");
   }
+
+ public:
+  void check_node_name(const std::string& name) const { check_name(name, "node"); }
+
+ private:
   graph_builder& builder_;
   onnx_import_limits limits_;
   std::map<std::string, graph_tensor> initializers_;  // not yet used as a value
@@ -154,6 +162,7 @@ class onnx_import_reader final : public onnx_node_reader {
     if (!by_op && !by_composition) refuse("no symflow op or composition reads this ONNX op type");
     for (const auto& in : node_.input())
       if (!in.empty() && !values_.find(in) && !values_.constant_data(in)) refuse("input '" + in + "' is not defined before it");
+    values_.check_node_name(node_.name());  // the scope of the nodes it becomes
     if (folds()) return fold(by_op, by_composition);
     auto scope = values_.builder().scope(node_.name().empty() ? node_.op_type() : node_.name());
     if (by_op) by_op(*this);

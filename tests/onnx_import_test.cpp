@@ -513,7 +513,8 @@ TEST(OnnxImport, MalformedModelsEndInAnImportError) {
     m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()->RemoveLast();
     refused(m, "node 0 'dense1' (Gemm)");
   }
-  EXPECT_THROW((void)load_onnx("/nonexistent/model.onnx"), onnx_import_error);
+  EXPECT_THROW((void)load_onnx("/nonexistent/model.onnx"), file_error);
+  EXPECT_THROW((void)load_onnx(testing::TempDir()), file_error);  // a directory
   const std::string garbage = testing::TempDir() + "symflow_not_onnx.onnx";
   std::ofstream(garbage, std::ios::binary) << "\xff\xff\xff\xff not a protobuf";
   EXPECT_THROW((void)load_onnx(garbage), onnx_import_error);

@@ -16,7 +16,7 @@
 // The model is untrusted input: its size, node count, tensor sizes and names are bounded
 // (onnx_import_limits), every reference is checked, and nothing in it becomes code.
 #include <cstdint>
-#include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,6 +25,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "../core/file_limits.hpp"
+#include "../io/files.hpp"
 #include "../io/onnx_tensor.hpp"
 #include "../ir/onnx_forms.hpp"
 #include "builder.hpp"
@@ -95,7 +97,7 @@ inline graph from_onnx(const onnx::ModelProto& model, const onnx_import_limits& 
     try {
       reader.read();
     } catch (const error& e) {
-      problems.push_back(reader.describe() + ": " + onnx_import_reader::message_of(e));
+      problems.push_back(reader.describe() + ": " + e.what());
       reader.poison_outputs();
     }
   }
@@ -118,23 +120,18 @@ inline graph from_onnx(const onnx::ModelProto& model, const onnx_import_limits& 
   return out;
 }
 
-// Reads and imports an ONNX file (a ModelProto); onnx_import_error names the file.
+// Reads and imports an ONNX file (a ModelProto): a regular file of at most limits.max_file_bytes
+// (io/files.hpp), else a file_error naming it; onnx_import_error names the file.
 inline graph load_onnx(const std::string& path, const onnx_import_limits& limits = {}) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw onnx_import_error("ONNX file '" + path + "': cannot be opened");
-  const std::streamoff size = in.tellg();
-  if (size < 0 || std::uint64_t(size) > limits.max_file_bytes)
-    throw onnx_import_error("ONNX file '" + path + "': " + std::to_string(size) + " bytes, more than " +
-                            std::to_string(limits.max_file_bytes));
-  std::string bytes(static_cast<std::size_t>(size), '\0');
-  in.seekg(0);
-  if (!in.read(bytes.data(), size)) throw onnx_import_error("ONNX file '" + path + "': cannot be read");
+  const std::string bytes = read_regular_file<std::string>(path, limits.max_file_bytes, "ONNX file");
+  const std::string where = "ONNX file '" + detail::printable_path(path) + "'";
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) throw onnx_import_error("ONNX file '" + path + "': not an ONNX model (protobuf parse failed)");
+  if (bytes.size() > std::size_t(std::numeric_limits<int>::max()) || !model.ParseFromArray(bytes.data(), int(bytes.size())))
+    throw onnx_import_error(where + ": not an ONNX model (protobuf parse failed)");
   try {
     return from_onnx(model, limits);
   } catch (const onnx_import_error& e) {
-    throw onnx_import_error("ONNX file '" + path + "': " + e.what());
+    throw onnx_import_error(where + ": " + e.what());
   }
 }
 

@@ -21,7 +21,7 @@ namespace symflow {
 
 // Bounds on what an imported model may hold (an ONNX file is untrusted input).
 struct onnx_import_limits {
-  std::uint64_t max_file_bytes = std::uint64_t(4) << 30;
+  std::uint64_t max_file_bytes = (std::uint64_t(2) << 30) - 1;  // protobuf parses at most 2 GiB
   std::size_t max_nodes = std::size_t(1) << 20;
   std::size_t max_tensor_bytes = std::size_t(2) << 30;  // one initialiser or constant
   std::size_t max_rank = 16;
@@ -141,7 +141,6 @@ class onnx_import_reader final : public onnx_node_reader {
     if (!node_.name().empty()) s += " '" + node_.name() + "'";
     return s + " (" + (node_.domain().empty() ? "" : node_.domain() + ".") + node_.op_type() + ")";
   }
-  static std::string message_of(const error& e) { return e.what(); }
 
   bool reads_poisoned_value() const {
     for (const auto& in : node_.input())

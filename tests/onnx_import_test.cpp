@@ -312,12 +312,6 @@ std::vector<float> random_floats(std::size_t n, unsigned seed, float scale = 0.5
   for (auto& x : v) x = d(rng);
   return v;
 }
-std::vector<float> floats_of(const graph_tensor& t) {
-  std::vector<float> v(t.element_count());
-  if (!v.empty()) std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
-  return v;
-}
-
 // y = Gemm(Relu(Gemm(x, W1, b1)), W2, b2): four initialisers, which import as parameters.
 onnx::ModelProto small_mlp() {
   onnx::GraphProto g;

@@ -179,7 +179,7 @@ inline void shape_of(reader& r) {
 }
 inline void size_of(reader& r) {
   const std::vector<std::int64_t> e = r.operand(0).shape();
-  const std::int64_t n = known_product(r, e, 0, e.size());
+  const std::int64_t n = known_product(e, 0, e.size());
   if (n < 0) r.refuse("Size of a value whose extents are not known");
   graph_tensor t{dtype::i64, {}, std::vector<unsigned char>(sizeof n)};
   std::memcpy(t.bytes.data(), &n, sizeof n);
@@ -201,7 +201,7 @@ inline void expand(reader& r) {
     out[k] = std::max(a, b) == 0 ? 0 : std::max(a, b);
   }
   if (out == e) return r.result(x);
-  graph_tensor like{dtype::boolean, out, std::vector<unsigned char>(known_product(r, out, 0, out.size()), 1)};
+  graph_tensor like{dtype::boolean, out, std::vector<unsigned char>(known_product(out, 0, out.size()), 1)};
   if (like.bytes.size() > r.limits().max_tensor_bytes) r.refuse("the expanded shape is too large");
   r.result(r.builder().apply(ops::expand_as_op::name, {x, r.builder().constant(std::move(like))}));
 }

@@ -15,7 +15,7 @@ namespace onnx_compositions {
 
 using reader = onnx_import_reader;
 
-inline std::int64_t known_product(reader& r, const std::vector<std::int64_t>& e, std::size_t from, std::size_t to) {
+inline std::int64_t known_product(const std::vector<std::int64_t>& e, std::size_t from, std::size_t to) {
   std::int64_t n = 1;
   for (std::size_t a = from; a < to; ++a) {
     if (e[a] < 0) return -1;
@@ -27,7 +27,7 @@ inline std::int64_t known_product(reader& r, const std::vector<std::int64_t>& e,
 // x as the matrix [prod(extents[:axis]), prod(extents[axis:])] (Flatten; Softmax before opset 13).
 inline graph_handle as_matrix(reader& r, const graph_handle& x, std::int64_t axis) {
   const std::vector<std::int64_t> e = x.shape();
-  const std::int64_t rows = known_product(r, e, 0, std::size_t(axis)), cols = known_product(r, e, std::size_t(axis), e.size());
+  const std::int64_t rows = known_product(e, 0, std::size_t(axis)), cols = known_product(e, std::size_t(axis), e.size());
   if (rows < 0 && cols < 0) r.refuse("both sides of the flattened axis have extents that are not known");
   return reshape(x, {rows, cols});
 }

@@ -97,7 +97,8 @@ inline void run_node(run_state& s, std::uint32_t id) {
       const bool contiguous = is_contiguous(l);
       if (contiguous || s.read_in_place(id, l)) {
         v.owner = in.owner;  // shares the operand's storage
-        v.data = static_cast<const char*>(in.data) + l.offset * esize;
+        // An empty operand may have no storage at all: no offset into a null pointer.
+        v.data = in.data ? static_cast<const char*>(in.data) + l.offset * esize : nullptr;
         v.strides = contiguous ? std::vector<std::size_t>{} : l.strides;
         v.ready = true;
       } else {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -89,44 +90,32 @@ inline graph_tensor from_onnx_tensor(const onnx::TensorProto& t, const std::stri
       for (auto& b : out.bytes) b = b != 0;
     return out;
   }
-  // Typed fields (onnx.proto): each element in the field of its kind, narrower integers, bool and
-  // 16-bit floats' bits in int32_data, u32 and u64 in uint64_data.
-  const auto put = [&](std::size_t i, auto v) {
-    using V = decltype(v);
-    if (size == sizeof(V)) std::memcpy(dst + i * size, &v, size);
-  };
-  switch (out.type) {
-    case dtype::f32:
-      onnx_detail::check_field_size(t.float_data(), n, "float_data", who);
-      for (std::size_t i = 0; i < n; ++i) put(i, t.float_data(int(i)));
-      break;
-    case dtype::f64:
-      onnx_detail::check_field_size(t.double_data(), n, "double_data", who);
-      for (std::size_t i = 0; i < n; ++i) put(i, t.double_data(int(i)));
-      break;
-    case dtype::i64:
-      onnx_detail::check_field_size(t.int64_data(), n, "int64_data", who);
-      for (std::size_t i = 0; i < n; ++i) put(i, t.int64_data(int(i)));
-      break;
-    case dtype::u32:
-    case dtype::u64:
-      onnx_detail::check_field_size(t.uint64_data(), n, "uint64_data", who);
+  // Typed fields (onnx.proto): each element in the field of its C++ type's kind: float_data,
+  // double_data, int64_data, uint64_data for u32 and u64, and int32_data for the narrower integers,
+  // bool and the 16-bit floats' bits.
+  visit_dtype(out.type, [&](auto zero) {
+    using T = decltype(zero);
+    const auto copy = [&](const auto& field, const char* name) {
+      onnx_detail::check_field_size(field, n, name, who);
       for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t v = t.uint64_data(int(i));
-        if (out.type == dtype::u32) put(i, std::uint32_t(v));
-        else put(i, v);
+        const auto v = field.Get(int(i));
+        if constexpr (std::is_same_v<T, bool>) {
+          dst[i] = v != 0;
+        } else if constexpr (std::is_arithmetic_v<T>) {
+          const T x = static_cast<T>(v);
+          std::memcpy(dst + i * size, &x, size);
+        } else {  // f16, bf16: their bits, the low 16 of the int32
+          const std::uint16_t bits = static_cast<std::uint16_t>(v);
+          std::memcpy(dst + i * size, &bits, size);
+        }
       }
-      break;
-    default:  // i32, i16, u16, i8, u8, bool, f16, bf16
-      onnx_detail::check_field_size(t.int32_data(), n, "int32_data", who);
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::int32_t v = t.int32_data(int(i));
-        if (out.type == dtype::boolean) dst[i] = v != 0;
-        else if (size == 4) put(i, v);
-        else if (size == 2) put(i, std::uint16_t(v));
-        else put(i, std::uint8_t(v));
-      }
-  }
+    };
+    if constexpr (std::is_same_v<T, float>) copy(t.float_data(), "float_data");
+    else if constexpr (std::is_same_v<T, double>) copy(t.double_data(), "double_data");
+    else if constexpr (std::is_same_v<T, std::int64_t>) copy(t.int64_data(), "int64_data");
+    else if constexpr (std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t>) copy(t.uint64_data(), "uint64_data");
+    else copy(t.int32_data(), "int32_data");
+  });
   return out;
 }
 

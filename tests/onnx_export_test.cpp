@@ -81,7 +81,8 @@ class OnnxExport : public ::testing::Test {
   // The exported model imported again (runtime/onnx_import.hpp) gives the same outputs: bit for bit,
   // except where the ONNX form is a composition that reads back as other ops (rsqrt as 1 / sqrt,
   // log1p as log(1 + x), silu as x * sigmoid(x), gelu with erf, elu as a where over exp), which round
-  // in their own way: there within 4 ulp-scale units (2^-21 relative), NaNs where the original has them.
+  // in their own way: there within 2^-21 relative plus 2^-22 absolute (log(1 + x) keeps the rounding
+  // of 1 + x, an ulp of 1), the same infinities, NaNs where the original has them.
   static void expect_round_trip(const std::string& name, const onnx::ModelProto& model, const runtime_feeds& feeds,
                                 const std::vector<runtime_tensor>& want) {
     static const std::set<std::string> recomposed{"rsqrt", "log1p", "silu", "gelu", "elu"};
@@ -102,7 +103,8 @@ class OnnxExport : public ::testing::Test {
         std::memcpy(&u, a.bytes.data() + 4 * i, 4);
         std::memcpy(&v, b.bytes.data() + 4 * i, 4);
         if (std::isnan(v)) EXPECT_TRUE(std::isnan(u)) << name << " element " << i;
-        else EXPECT_LE(std::abs(u - v), std::abs(v) * 0x1p-21f) << name << " element " << i << ": " << u << " vs " << v;
+        else if (u != v)  // equal infinities pass here
+          EXPECT_LE(std::abs(u - v), std::abs(v) * 0x1p-21f + 0x1p-22f) << name << " element " << i << ": " << u << " vs " << v;
       }
     }
   }

@@ -41,7 +41,7 @@ class onnx_value_table {
     if (initializers_.count(t.name()) || values_.count(t.name()))
       throw onnx_import_error("initialiser '" + t.name() + "': the name is defined twice");
     graph_tensor data = from_onnx_tensor(t, "initialiser '" + t.name() + "'", limits_.max_tensor_bytes);
-    if (is_floating_dtype(data.type)) parameter_names_.insert(t.name());
+    if (is_trainable(data)) parameter_names_.insert(t.name());
     initializers_.emplace(t.name(), std::move(data));
   }
   // A constant whose elements may be computed with at import time: not a parameter (weights stay
@@ -73,15 +73,15 @@ class onnx_value_table {
   void poison(const std::string& name) { poisoned_.insert(name); }
   bool is_poisoned(const std::string& name) const { return poisoned_.count(name) != 0; }
 
-  // The value named `name`: an initialiser becomes a parameter (floating point) or a constant on
-  // first use.
+  // The value named `name`: an initialiser becomes a parameter (floating point, not a scalar) or a
+  // constant on first use.
   std::optional<graph_handle> find(const std::string& name) {
     if (auto it = values_.find(name); it != values_.end()) return it->second;
     auto init = initializers_.find(name);
     if (init == initializers_.end()) return std::nullopt;
     graph_tensor data = std::move(init->second);
     initializers_.erase(init);
-    if (is_floating_dtype(data.type)) {
+    if (is_trainable(data)) {
       const graph_type t{data.type, data.extents};
       return values_.emplace(name, builder_.parameter(name, t.type, t.shape, std::move(data))).first->second;
     }
@@ -103,6 +103,9 @@ class onnx_value_table {
   }
 
  private:
+  // Floating-point initialisers of rank 1 or more are weights (parameters); scalars are the
+  // constants of a formula (exporters, symflow's included, write literals as scalar initialisers).
+  static bool is_trainable(const graph_tensor& t) { return is_floating_dtype(t.type) && !t.extents.empty(); }
   void check_name(const std::string& name, const char* what) const {
     if (name.size() > limits_.max_name_bytes)
       throw onnx_import_error(std::string(what) + " name of " + std::to_string(name.size()) + " bytes, more than " +

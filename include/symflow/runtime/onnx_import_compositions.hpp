@@ -263,6 +263,7 @@ inline void is_nan(reader& r) {
 inline void is_inf(reader& r) {
   const graph_handle x = r.operand(0);
   const dtype t = x.value_type();
+  if (!is_floating_dtype(t)) r.refuse("IsInf of " + std::string(dtype_name(t)) + " (ONNX's IsInf takes floats)");
   const bool positive = r.integer("detect_positive", 1) != 0, negative = r.integer("detect_negative", 1) != 0;
   const graph_handle up = equal(x, r.handle(r.scalar(t, INFINITY))), down = equal(x, r.handle(r.scalar(t, -INFINITY)));
   if (positive && negative) return r.result(logical_or(up, down));

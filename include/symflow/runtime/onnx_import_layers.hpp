@@ -121,7 +121,7 @@ inline graph_handle negative_log_likelihood(reader& r, const graph_handle& x, co
   graph_handle index = t;
   std::optional<graph_handle> kept;  // where the target is not ignore_index
   if (ignoring) {
-    kept = not_equal(t, b.literal(double(ignore), index_type));
+    kept = not_equal(t, r.handle(r.scalar(index_type, double(ignore))));
     index = where(*kept, t, b.literal(0, index_type));
   }
   const graph_handle picked_kept = gather_elements(x, b.apply(ops::expand_dims_op<1u>::name, {index}, {{"axes", std::vector<std::int64_t>{1}}}), 1);

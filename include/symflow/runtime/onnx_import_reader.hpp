@@ -267,7 +267,13 @@ class onnx_import_reader final : public onnx_node_reader {
       a.push_back({std::move(at.key), std::visit([](auto&& x) { return attribute_value(std::move(x)); }, std::move(at.value))});
     return values_.builder().apply(op, in, std::move(a)).id;
   }
-  value scalar(dtype t, double v) override { return values_.builder().literal(v, t).id; }
+  // A number from the file becomes a literal of an integer dtype only when an int64 holds it (the
+  // conversion of NaN, an infinity or a value past 2^63 would be undefined).
+  value scalar(dtype t, double v) override {
+    if (!is_floating_dtype(t) && t != dtype::boolean && !(v >= -0x1p63 && v < 0x1p63))
+      refuse("the number " + std::to_string(v) + " as a literal of " + std::string(dtype_name(t)));
+    return values_.builder().literal(v, t).id;
+  }
   void result(value v, std::size_t output) override { results_[output] = values_.builder().handle(v); }
   [[noreturn]] void refuse(const std::string& why) const override { throw onnx_import_error(why); }
 

@@ -86,7 +86,22 @@ class OnnxExport : public ::testing::Test {
   static void expect_round_trip(const std::string& name, const onnx::ModelProto& model, const runtime_feeds& feeds,
                                 const std::vector<runtime_tensor>& want) {
     static const std::set<std::string> recomposed{"rsqrt", "log1p", "silu", "gelu", "elu"};
-    const graph back = from_onnx(model);
+    // Forms over an axis of unknown extent that the importer cannot read back yet: reshape_as's
+    // Reshape(x, Shape(like)) (Reshape's reading needs a constant target) and flip's Slice with
+    // INT64_MIN as its end (Slice's reading clamps against a known extent). They are refused,
+    // naming why (docs/onnx.md); any other refusal fails here.
+    static const std::set<std::string> unknown_extents_refused{"reshape_as", "flip"};
+    graph back;
+    try {
+      back = from_onnx(model);
+    } catch (const onnx_import_error& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(unknown_extents_refused.count(name)) << name << ": " << what;
+      EXPECT_TRUE(what.find("not known") != std::string::npos || what.find("known only at run time") != std::string::npos)
+          << name << ": " << what;
+      return;
+    }
+    EXPECT_FALSE(unknown_extents_refused.count(name)) << name << " imported; make it a round trip";
     const auto got = run_graph(back, feeds);
     ASSERT_EQ(got.size(), want.size()) << name;
     for (std::size_t k = 0; k < got.size(); ++k) {

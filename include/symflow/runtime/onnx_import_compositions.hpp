@@ -170,7 +170,10 @@ inline void shape_of(reader& r) {
   const auto clamp = [&](std::int64_t i) { return std::clamp<std::int64_t>(i < 0 ? i + rank : i, 0, rank); };
   const std::int64_t begin = clamp(r.integer("start", 0)), end = clamp(r.integer("end", rank));
   graph_tensor t{dtype::i64, {std::max<std::int64_t>(end - begin, 0)}, {}};
+  const bool whole = begin == 0 && end == rank;
   for (std::int64_t a = begin; a < end; ++a) {
+    // Unknown extents: the whole shape stands for its value, for Expand to read (expand_as).
+    if (e[a] < 0 && whole) return r.shape_result(r.operand(0));
     if (e[a] < 0) r.refuse("Shape of a value whose extent " + std::to_string(a) + " is not known");
     const unsigned char* p = reinterpret_cast<const unsigned char*>(&e[a]);
     t.bytes.insert(t.bytes.end(), p, p + sizeof(std::int64_t));
@@ -187,9 +190,10 @@ inline void size_of(reader& r) {
 }
 
 // Expand: x broadcast with a constant shape (both ways, as NumPy), through expand_as on a like
-// tensor of bools.
+// tensor of bools; with the Shape of a value whose extents are not all known, expand_as on it.
 inline void expand(reader& r) {
   const graph_handle x = r.operand(0);
+  if (const auto like = r.shape_source(1)) return r.result(r.builder().apply(ops::expand_as_op::name, {x, *like}));
   const std::vector<std::int64_t> to = r.constant_integers(1), e = x.shape();
   const std::size_t rank = std::max(to.size(), e.size());
   std::vector<std::int64_t> out(rank);

@@ -66,9 +66,20 @@ class onnx_value_table {
   }
   void define(const std::string& name, graph_handle h) {
     check_name(name, "value");
-    if (values_.count(name) || initializers_.count(name) || poisoned_.count(name))
+    if (values_.count(name) || initializers_.count(name) || poisoned_.count(name) || shapes_.count(name))
       throw onnx_import_error("value '" + name + "' is defined twice (ONNX graphs are single assignment)");
     values_.emplace(name, h);
+  }
+  // A Shape of a value whose extents are not all known: no tensor, but what Expand can read.
+  void define_shape(const std::string& name, graph_handle of) {
+    check_name(name, "value");
+    if (values_.count(name) || initializers_.count(name) || shapes_.count(name))
+      throw onnx_import_error("value '" + name + "' is defined twice (ONNX graphs are single assignment)");
+    shapes_.emplace(name, of);
+  }
+  std::optional<graph_handle> shape_source(const std::string& name) const {
+    const auto it = shapes_.find(name);
+    return it == shapes_.end() ? std::nullopt : std::optional<graph_handle>(it->second);
   }
   void poison(const std::string& name) { poisoned_.insert(name); }
   bool is_poisoned(const std::string& name) const { return poisoned_.count(name) != 0; }
@@ -125,6 +136,7 @@ class onnx_value_table {
   std::map<std::uint32_t, graph_tensor> constant_data_;
   std::set<std::string> poisoned_;  // outputs of nodes that could not be read
   std::set<std::string> parameter_names_;  // floating-point initialisers
+  std::map<std::string, graph_handle> shapes_;  // define_shape
 };
 
 class onnx_import_reader;
@@ -163,7 +175,8 @@ class onnx_import_reader final : public onnx_node_reader {
     const onnx_composition by_composition = by_op ? nullptr : find_onnx_composition(node_.op_type());
     if (!by_op && !by_composition) refuse("no symflow op or composition reads this ONNX op type");
     for (const auto& in : node_.input())
-      if (!in.empty() && !values_.find(in) && !values_.constant_data(in)) refuse("input '" + in + "' is not defined before it");
+      if (!in.empty() && !values_.find(in) && !values_.constant_data(in) && !values_.shape_source(in))
+        refuse("input '" + in + "' is not defined before it");
     values_.check_node_name(node_.name());  // the scope of the nodes it becomes
     if (folds()) return fold(by_op, by_composition);
     auto scope = values_.builder().scope(node_.name().empty() ? node_.op_type() : node_.name());
@@ -203,6 +216,8 @@ class onnx_import_reader final : public onnx_node_reader {
   }
   // Every attribute understood, every requested output made.
   void finish_checks() const {
+    for (const auto& [k, h] : shape_results_)
+      if (k >= output_count() || node_.output(int(k)).empty()) refuse("it has no output " + std::to_string(k));
     for (const auto& [k, h] : results_)
       if (k >= output_count() || node_.output(int(k)).empty())
         refuse("it has no output " + std::to_string(k) + " (" + std::to_string(output_count()) + " outputs are named)");
@@ -211,12 +226,13 @@ class onnx_import_reader final : public onnx_node_reader {
       if (!read_.count(a.name())) unread += (unread.empty() ? "'" : ", '") + a.name() + "'";
     if (!unread.empty()) refuse("attributes not supported: " + unread);
     for (int k = 0; k < node_.output_size(); ++k)
-      if (!node_.output(k).empty() && !results_.count(std::size_t(k)))
+      if (!node_.output(k).empty() && !results_.count(std::size_t(k)) && !shape_results_.count(std::size_t(k)))
         refuse("output " + std::to_string(k) + " ('" + node_.output(k) + "') is not supported");
   }
   void finish() {
     finish_checks();
     for (const auto& [k, h] : results_) values_.define(node_.output(int(k)), h);
+    for (const auto& [k, h] : shape_results_) values_.define_shape(node_.output(int(k)), h);
   }
 
  public:
@@ -284,6 +300,12 @@ class onnx_import_reader final : public onnx_node_reader {
   void result(const graph_handle& h, std::size_t output = 0) { results_[output] = h; }
   std::size_t output_count() const { return std::size_t(node_.output_size()); }
   bool wants_output(std::size_t k) const { return k < output_count() && !node_.output(int(k)).empty(); }
+  // Input i when it is the Shape of a value whose extents are not all known: that value.
+  std::optional<graph_handle> shape_source(std::size_t i) const {
+    return has_input(i) ? values_.shape_source(node_.input(int(i))) : std::nullopt;
+  }
+  // This node's output k is the shape of `of` (Shape of unknown extents).
+  void shape_result(const graph_handle& of, std::size_t output = 0) { shape_results_[output] = of; }
   // A constant value of this node's output k (Constant, Shape): later readings can read its elements.
   void constant_result(graph_tensor data, std::size_t output = 0) {
     results_[output] = values_.add_constant("", std::move(data));
@@ -319,6 +341,8 @@ class onnx_import_reader final : public onnx_node_reader {
   graph_handle handle_of_input(std::size_t i) const {
     if (!has_input(i)) refuse("input " + std::to_string(i) + " is missing");
     const std::optional<graph_handle> h = values_.find(node_.input(int(i)));
+    if (!h && values_.shape_source(node_.input(int(i))))
+      refuse("input '" + node_.input(int(i)) + "' is a shape known only at run time, which only Expand reads");
     if (!h) refuse("input '" + node_.input(int(i)) + "' is not defined before it");
     return *h;
   }
@@ -326,6 +350,8 @@ class onnx_import_reader final : public onnx_node_reader {
   void visit_constant(std::size_t i, F&& f, bool integral) const {
     if (!has_input(i)) refuse("input " + std::to_string(i) + " is missing");
     const graph_tensor* t = values_.constant_data(node_.input(int(i)));
+    if (!t && values_.shape_source(node_.input(int(i))))
+      refuse("input " + std::to_string(i) + " ('" + node_.input(int(i)) + "') is a shape known only at run time; it must be a constant");
     if (!t) refuse("input " + std::to_string(i) + " ('" + node_.input(int(i)) + "') must be a constant");
     if (integral && (is_floating_dtype(t->type) || t->type == dtype::boolean))
       refuse("input " + std::to_string(i) + " ('" + node_.input(int(i)) + "') is not an integer tensor");
@@ -348,6 +374,7 @@ class onnx_import_reader final : public onnx_node_reader {
   int index_;
   mutable std::set<std::string> read_;
   std::map<std::size_t, graph_handle> results_;
+  std::map<std::size_t, graph_handle> shape_results_;
 };
 
 }  // namespace symflow

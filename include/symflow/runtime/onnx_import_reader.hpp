@@ -171,17 +171,15 @@ class onnx_import_reader final : public onnx_node_reader {
   // understood and every requested output made.
   void read() {
     if (!node_.domain().empty() && node_.domain() != "ai.onnx") refuse("the domain '" + node_.domain() + "' is not read");
-    const onnx_reading by_op = find_onnx_reading(node_.op_type());
-    const onnx_composition by_composition = by_op ? nullptr : find_onnx_composition(node_.op_type());
-    if (!by_op && !by_composition) refuse("no symflow op or composition reads this ONNX op type");
+    if (!find_onnx_reading(node_.op_type()) && !find_onnx_composition(node_.op_type()))
+      refuse("no symflow op or composition reads this ONNX op type");
     for (const auto& in : node_.input())
       if (!in.empty() && !values_.find(in) && !values_.constant_data(in) && !values_.shape_source(in))
         refuse("input '" + in + "' is not defined before it");
     values_.check_node_name(node_.name());  // the scope of the nodes it becomes
-    if (folds()) return fold(by_op, by_composition);
+    if (folds()) return fold();
     auto scope = values_.builder().scope(node_.name().empty() ? node_.op_type() : node_.name());
-    if (by_op) by_op(*this);
-    else by_composition(*this);
+    read_by_op_or_composition();
     finish();
   }
 
@@ -195,14 +193,19 @@ class onnx_import_reader final : public onnx_node_reader {
       if (!in.empty() && !values_.is_foldable(in)) return false;
     return true;
   }
-  void fold(onnx_reading by_op, onnx_composition by_composition) {
+  // The listed op's reading of this node's op type, else the importer's composition (read() has
+  // checked that one of them exists).
+  void read_by_op_or_composition() {
+    if (const onnx_reading by_op = find_onnx_reading(node_.op_type())) return by_op(*this);
+    find_onnx_composition(node_.op_type())(*this);
+  }
+  void fold() {
     graph_builder scratch_builder;
     onnx_value_table scratch(scratch_builder, values_.limits());
     for (const auto& in : node_.input())
       if (!in.empty() && !scratch.find(in)) scratch.add_constant(in, *values_.constant_data(in));
     onnx_import_reader inner(scratch, node_, opset_, index_);
-    if (by_op) by_op(inner);
-    else by_composition(inner);
+    inner.read_by_op_or_composition();
     inner.finish_checks();
     std::vector<graph_handle> outputs;
     for (const auto& [k, h] : inner.results_) outputs.push_back(h);

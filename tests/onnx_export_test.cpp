@@ -117,9 +117,11 @@ class OnnxExport : public ::testing::Test {
         float u, v;
         std::memcpy(&u, a.bytes.data() + 4 * i, 4);
         std::memcpy(&v, b.bytes.data() + 4 * i, 4);
-        if (std::isnan(v)) EXPECT_TRUE(std::isnan(u)) << name << " element " << i;
-        else if (u != v)  // equal infinities pass here
+        if (std::isnan(v)) {
+          EXPECT_TRUE(std::isnan(u)) << name << " element " << i;
+        } else if (u != v) {  // equal infinities pass here
           EXPECT_LE(std::abs(u - v), std::abs(v) * 0x1p-21f + 0x1p-22f) << name << " element " << i << ": " << u << " vs " << v;
+        }
       }
     }
   }

@@ -422,4 +422,41 @@ TEST(PoolOptions, RefusedGeometriesAreShapeErrors) {
   }
 }
 
+// every_window_reads_input counts the windows that miss the input in O(log) of the extents (a
+// graph's declared extents may be 2^40): it says what scanning every window says, on random axes
+// with odd extents, strides, dilations and pads (a quarter of them refused), and answers at once for
+// an axis of 2^40 windows.
+TEST(PoolOptions, WhetherEveryWindowReadsTheInputIsCountedNotScanned) {
+  using ops::pool_detail::axis_geometry;
+  auto scanned = [](const axis_geometry& a) {
+    for (std::size_t o = 0; o < a.out; ++o)
+      if (a.count(o) == 0) return false;
+    return true;
+  };
+  std::mt19937_64 rng(19);
+  std::size_t checked = 0, refused = 0;
+  for (int k = 0; k < 200000; ++k) {
+    axis_geometry a{rng() % 50, 1 + rng() % 6, 1 + rng() % 30, 0, 0, 0, 1 + rng() % 60};
+    a.before = rng() % a.span();
+    a.after = rng() % a.span();
+    a.out = ops::pool_detail::output_extent(a.in, a.span(), a.stride, a.before, a.after, rng() % 2 == 0);
+    if (a.out == 0) continue;
+    const bool want = scanned(a);
+    ASSERT_EQ(ops::pool_detail::every_window_reads_input(a), want)
+        << "in " << a.in << " window " << a.window << " stride " << a.stride << " dilation " << a.dilation << " pads "
+        << a.before << ", " << a.after << " out " << a.out;
+    ++checked;
+    refused += !want;
+  }
+  EXPECT_GT(checked, 100000u);
+  EXPECT_GT(refused, checked / 10);
+  const std::size_t far = std::size_t(1) << 40;
+  axis_geometry wide{1, 2, 1, far - 1, 1, 0, far};  // 2^40 windows start in the padding
+  wide.out = ops::pool_detail::output_extent(wide.in, wide.span(), 1, wide.before, wide.after, false);
+  EXPECT_FALSE(ops::pool_detail::every_window_reads_input(wide));
+  axis_geometry long_input{far, 3, 1, 2, 2, 0, 2};
+  long_input.out = ops::pool_detail::output_extent(long_input.in, long_input.span(), 1, 2, 2, false);
+  EXPECT_TRUE(ops::pool_detail::every_window_reads_input(long_input));
+}
+
 }  // namespace

@@ -75,12 +75,50 @@ constexpr std::size_t static_output_extent(std::size_t in, std::size_t span, std
                                            std::size_t after, bool ceil_mode) {
   return in == dyn ? dyn : output_extent(in, span, stride, before, after, ceil_mode);
 }
-// Whether every window of an axis holds an input element. Only dilation can break this once the
-// pads are smaller than the span: a window's positions can then step over a short input.
+// The sum of floor((a x + b) / m) over x in [0, n), in O(log m) steps: a and b are reduced modulo
+// m, then the sum is rewritten over the lattice points below the line with the roles of a and m
+// swapped (the Euclidean reduction of floor sums). Unsigned 128-bit: a x + b exceeds 2^64 for the
+// extents a graph may declare.
+__extension__ typedef unsigned __int128 wide_count;
+constexpr wide_count floor_sum(wide_count n, wide_count m, wide_count a, wide_count b) {
+  wide_count sum = 0;
+  while (n != 0) {
+    if (a >= m) {
+      sum += n * (n - 1) / 2 * (a / m);
+      a %= m;
+    }
+    if (b >= m) {
+      sum += n * (b / m);
+      b %= m;
+    }
+    const wide_count top = a * n + b;
+    if (top < m) break;
+    n = top / m;
+    b = top % m;
+    const wide_count old_m = m;
+    m = a;
+    a = old_m;
+  }
+  return sum;
+}
+
+// Whether every window of an axis holds an input element, in O(log) of the extents (a graph's
+// declared extents may be 2^40: a loop over the windows would be a hang on hostile input). Only
+// dilation can break this once the pads are smaller than the span (checked before): a window that
+// starts inside the input reads its first position; one that starts at b < 0 in the padding first
+// reaches the input at (b mod dilation), which lies in [0, dilation), so with in >= dilation every
+// window reads an element. Otherwise the windows starting in the padding, o * stride < before, are
+// counted by whether (o * stride - before) mod dilation >= in, as a difference of two floor sums.
 constexpr bool every_window_reads_input(const axis_geometry& a) {
-  for (std::size_t o = 0; o < a.out; ++o)
-    if (a.count(o) == 0) return false;
-  return true;
+  if (a.out == 0) return true;
+  if (a.in == 0) return false;
+  if (a.begin(a.out - 1) >= std::ptrdiff_t(a.in)) return false;  // not an extent output_extent gives
+  if (a.in >= a.dilation) return true;
+  const std::size_t d = a.dilation;
+  const std::size_t in_padding = std::min(a.out, a.before / a.stride + (a.before % a.stride != 0));
+  const std::size_t s = a.stride % d, start = (d - a.before % d) % d;  // window 0 first reaches start
+  // (o s + start) mod d >= in exactly when floor((o s + start + d - in) / d) exceeds floor((o s + start) / d).
+  return floor_sum(in_padding, d, s, start + d - a.in) == floor_sum(in_padding, d, s, start);
 }
 
 // The largest dilated window span accepted, as large as any tensor axis can be.

@@ -11,6 +11,7 @@
 #include <symflow/symflow.hpp>
 #include <symflow/train/all.hpp>
 #include <symflow/train/checkpoint.hpp>
+#include <symflow/train/graph_training.hpp>
 #include <vector>
 
 #include <symflow/data/batches.hpp>
@@ -377,6 +378,129 @@ TEST(Training, ResumingFromACheckpointIsBitIdentical) {
       EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0) << name << " differs after resuming";
     }
   }
+}
+
+// Two stores hold the same entries with the same bytes.
+void expect_same_bytes(const params& a, const params& b, const std::string& what) {
+  ASSERT_EQ(a.names(), b.names()) << what;
+  for (const std::string& name : a.names()) {
+    const auto& x = a.at(name).bytes;
+    const auto& y = b.at(name).bytes;
+    ASSERT_EQ(x.size(), y.size()) << what << " " << name;
+    EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size()), 0) << what << ": " << name << " differs";
+  }
+}
+
+template <class T, class S>
+named_gradient named(std::string name, const tensor<T, S>& g) {
+  return {std::move(name), dtype_v<T>, std::vector<std::size_t>(g.extents().begin(), g.extents().end()), g.data()};
+}
+
+// A runtime graph model's step (parameters named at run time) is the typed step: the same bits in
+// the parameters and the optimiser state, for each optimiser, over several steps of a schedule.
+TEST(Optimizers, NamedParametersStepAsTypedVariablesDo) {
+  const sgd plain({.learning_rate = step_decay(0.1, 0.5, 2)});
+  const momentum heavy({.learning_rate = 0.05, .momentum = 0.8});
+  const adam adaptive({.learning_rate = 0.01, .beta1 = 0.85, .beta2 = 0.995, .epsilon = 1e-6});
+  auto check = [](const auto& opt, const char* what) {
+    random_problem typed(steps), by_name(steps);
+    params typed_state = opt.initial_state(typed.model, W, b);
+    params named_state = opt.initial_state(by_name.model, std::vector<std::string>{"W", "b"});
+    expect_same_bytes(typed_state, named_state, std::string(what) + " initial state");
+    for (int s = 0; s < steps; ++s) {
+      opt.step(typed.model, typed_state, std::tie(W, b), std::tie(typed.gW[s], typed.gb[s]));
+      opt.step(by_name.model, named_state, {named("W", by_name.gW[s]), named("b", by_name.gb[s])});
+    }
+    expect_same_bytes(typed.model, by_name.model, std::string(what) + " parameters");
+    expect_same_bytes(typed_state, named_state, std::string(what) + " state");
+  };
+  check(plain, "sgd");
+  check(heavy, "momentum");
+  check(adaptive, "adam");
+}
+
+// Every gradient is checked (dtype, extents, state entries) before anything is written.
+TEST(Optimizers, NamedStepsCheckEveryGradientBeforeWriting) {
+  random_problem p(1);
+  const adam opt({});
+  params state = opt.initial_state(p.model, std::vector<std::string>{"W", "b"});
+  const params before = p.model;
+  const tensor<float, shape<6>> short_bias({6}, 1.f);
+  const tensor<double, bias_shape> double_bias({7}, 1.0);
+  EXPECT_THROW(opt.step(p.model, state, {named("W", p.gW[0]), named("b", short_bias)}), shape_error);
+  EXPECT_THROW(opt.step(p.model, state, {named("W", p.gW[0]), named("b", double_bias)}), value_error);
+  EXPECT_THROW(opt.step(p.model, state, {named("W", p.gW[0]), named("nothing", p.gb[0])}), value_error);
+  params no_moments = sgd({}).initial_state(p.model, std::vector<std::string>{"W", "b"});
+  EXPECT_THROW(opt.step(p.model, no_moments, {named("W", p.gW[0])}), value_error);  // no m/W, v/W
+  params counts;
+  counts.set("n", tensor<std::int32_t, shape<2>>({2}, 1));
+  params count_state = sgd({}).initial_state(counts, std::vector<std::string>{"n"});
+  try {
+    sgd({}).step(counts, count_state, {named("n", tensor<std::int32_t, shape<2>>({2}, 1))});
+    ADD_FAILURE() << "an integer parameter was updated";
+  } catch (const value_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'n' holds i32"), std::string::npos) << e.what();
+  }
+  expect_same_bytes(before, p.model, "parameters after refused steps");
+  EXPECT_EQ(optimizer_step(state), 0u);
+}
+
+// A model that exists only as a graph value (as an imported ONNX model does): its embedded values
+// become a params store, the loss is built onto it, and Adam fits y = 2 x0 - x1 + 0.5; the store
+// round-trips through a checkpoint and the interpreter reads the trained values from it.
+TEST(Training, AGraphModelTrainsWithTheOptimisersAndCheckpoints) {
+  using namespace graph_ops;
+  graph_builder b;
+  const graph_handle in = b.input("x", dtype::f32, {unknown_extent, 2});
+  const graph_tensor w0{dtype::f32, {2, 1}, std::vector<unsigned char>(8, 0)};
+  const graph_tensor b0{dtype::f32, {1}, std::vector<unsigned char>(4, 0)};
+  const graph_handle weight = b.parameter("dense/W", dtype::f32, {2, 1}, w0);
+  const graph_handle bias = b.parameter("dense/b", dtype::f32, {1}, b0);
+  const graph model = b.build({matmul(in, weight) + bias});
+  params weights = parameter_values(model);
+  ASSERT_EQ(parameter_names(model), (std::vector<std::string>{"dense/W", "dense/b"}));
+
+  graph_builder with_loss(model);
+  const graph_handle target = with_loss.input("t", dtype::f32, {unknown_extent, 1});
+  const graph_handle error = with_loss.handle(with_loss.outputs().at(0).id) - target;
+  graph_training_step step(with_loss.build({reduce_value(ops::mean_op{}, error * error, {}, false)}), parameter_names(model));
+
+  const std::size_t n = 64;
+  runtime_tensor xs(dtype::f32, {n, 2}), ts(dtype::f32, {n, 1});
+  std::mt19937_64 engine(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    xs.data<float>()[2 * i] = u(engine);
+    xs.data<float>()[2 * i + 1] = u(engine);
+    ts.data<float>()[i] = 2 * xs.data<float>()[2 * i] - xs.data<float>()[2 * i + 1] + 0.5f;
+  }
+  const runtime_feeds feeds{{"x", xs}, {"t", ts}};
+  const adam opt({.learning_rate = 0.05});
+  params state = opt.initial_state(weights, step.parameters());
+  const double first = step.run(feeds, weights);
+  double last = first;
+  for (int k = 0; k < 400; ++k) {
+    last = step.run(feeds, weights);
+    opt.step(weights, state, step.gradients());
+  }
+  EXPECT_LT(last, 1e-3 * first) << first << " -> " << last;
+  const float* w = reinterpret_cast<const float*>(weights.at("dense/W").bytes.data());
+  EXPECT_NEAR(w[0], 2.0, 0.02);
+  EXPECT_NEAR(w[1], -1.0, 0.02);
+
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("symflow_graph_train_" + std::to_string(::getpid()) + ".safetensors")).string();
+  save_checkpoint(path, {{"model/", weights}, {"optimizer/", state}}, {});
+  const checkpoint restored = load_checkpoint(path);
+  std::filesystem::remove(path);
+  expect_same_bytes(weights, restored.part("model/"), "restored parameters");
+  expect_same_bytes(state, restored.part("optimizer/"), "restored state");
+  const params restored_weights = restored.part("model/");
+  const runtime_tensor predicted = run_graph(model, {{"x", xs}}, &restored_weights).at(0);
+  EXPECT_NEAR(predicted.data<float>()[0], ts.data<float>()[0], 0.05);
+  graph_builder unset;
+  const graph_handle p = unset.parameter("p", dtype::f32, {1});
+  EXPECT_THROW((void)parameter_values(unset.build({p})), value_error);  // a parameter without a value
 }
 
 }  // namespace

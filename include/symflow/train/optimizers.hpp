@@ -28,6 +28,7 @@
 #include "../core/params.hpp"
 #include "../core/tensor.hpp"
 #include "../expr/leaves.hpp"
+#include "named_parameters.hpp"
 #include "schedules.hpp"
 #include "update_rules.hpp"
 
@@ -187,6 +188,18 @@ class sgd {
     });
   }
 
+  // Parameters named at run time (named_parameters.hpp): the same update, checked at run time.
+  params initial_state(const params& model, const std::vector<std::string>& names) const {
+    return detail::initial_named_state(model, names, {});
+  }
+  void step(params& model, params& state, const std::vector<named_gradient>& gradients) const {
+    detail::step_named(model, state, gradients, "sgd", {}, [&](auto tag, auto* w, const auto* g, std::size_t n, const auto&, std::uint64_t t) {
+      using T = decltype(tag);
+      detail::sgd_update<T>(detail::flat_view<T>(w, {n}), detail::flat_view<const T>(g, {n}),
+                            static_cast<T>(options_.learning_rate(t)));
+    });
+  }
+
  private:
   options options_;
 };
@@ -231,6 +244,20 @@ class momentum {
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
     detail::step_by_block_updates(*this, options_.learning_rate, "momentum", model, state, variables, gradients);
+  }
+
+  // Parameters named at run time (named_parameters.hpp): the same update, checked at run time.
+  params initial_state(const params& model, const std::vector<std::string>& names) const {
+    return detail::initial_named_state(model, names, {"velocity/"});
+  }
+  void step(params& model, params& state, const std::vector<named_gradient>& gradients) const {
+    detail::step_named(model, state, gradients, "momentum", {"velocity/"},
+                       [&](auto tag, auto* w, const auto* g, std::size_t n, const auto& velocity, std::uint64_t t) {
+      using T = decltype(tag);
+      detail::momentum_update<T>(detail::flat_view<T>(w, {n}), detail::flat_view<T>(velocity[0], {n}),
+                                 detail::flat_view<const T>(g, {n}), static_cast<T>(options_.learning_rate(t)),
+                                 static_cast<T>(options_.momentum));
+    });
   }
 
  private:
@@ -282,6 +309,19 @@ class adam {
   template <class Variables, class Gradients>
   void step(params& model, params& state, const Variables& variables, const Gradients& gradients) const {
     detail::step_by_block_updates(*this, options_.learning_rate, "adam", model, state, variables, gradients);
+  }
+
+  // Parameters named at run time (named_parameters.hpp): the same update, checked at run time.
+  params initial_state(const params& model, const std::vector<std::string>& names) const {
+    return detail::initial_named_state(model, names, {"m/", "v/"});
+  }
+  void step(params& model, params& state, const std::vector<named_gradient>& gradients) const {
+    detail::step_named(model, state, gradients, "adam", {"m/", "v/"},
+                       [&](auto tag, auto* w, const auto* g, std::size_t n, const auto& moments, std::uint64_t t) {
+      using T = decltype(tag);
+      detail::adam_update<T>(detail::flat_view<T>(w, {n}), detail::flat_view<T>(moments[0], {n}),
+                             detail::flat_view<T>(moments[1], {n}), detail::flat_view<const T>(g, {n}), scalars_at<T>(t));
+    });
   }
 
  private:

@@ -1,6 +1,8 @@
 // Graphs built and differentiated at run time: the builder's shape errors, the gradient of a
 // gradient graph, run_into reusing the caller's storage, and a loaded gradient graph differentiated
 // again against float64 central differences.
+#include <limits>
+
 #include "runtime_grad_support.hpp"
 
 TEST(RuntimeGrad, BuilderNamesTheOpAndShapesOnMismatch) {
@@ -20,6 +22,20 @@ TEST(RuntimeGrad, BuilderNamesTheOpAndShapesOnMismatch) {
   }
   EXPECT_THROW((void)(x + b.input("y", dtype::f64, {2, 3})), value_error);
   EXPECT_THROW(differentiate(b.build({sum(x)}), {"nope"}), graph_error);
+}
+
+// An integer literal is a number an int64 holds: NaN, the infinities and 2^63 are refused (their
+// conversion would be undefined), the int64 extremes that a double holds are kept exactly.
+TEST(RuntimeGrad, BuilderRefusesIntegerLiteralsNoInt64Holds) {
+  graph_builder b;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  for (const double v : {std::nan(""), inf, -inf, 0x1p63, -0x1p64})
+    for (const dtype t : {dtype::i32, dtype::i64}) EXPECT_THROW((void)b.literal(v, t), value_error) << v;
+  const graph_handle low = b.literal(-0x1p63, dtype::i64), high = b.literal(0x1p62, dtype::i64);
+  const auto out = run_graph(b.build({low, high}), {});
+  EXPECT_EQ(out[0].data<std::int64_t>()[0], std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(out[1].data<std::int64_t>()[0], std::int64_t(1) << 62);
+  EXPECT_NO_THROW((void)b.literal(std::nan(""), dtype::f32));
 }
 
 TEST(RuntimeGrad, GradientOfAGradientGraphIsAGraphToo) {

@@ -51,6 +51,7 @@ std::vector<std::size_t> checked_indices(const char* who, const I* idx, std::siz
 inline void gather_rows(const char* data, char* out, const frame& f, const std::vector<std::size_t>& at,
                         std::size_t size) {
   const std::size_t row = f.inner * size;
+  if (row == 0) return;  // an empty row: the operands may have no storage to point at
   for (std::size_t o = 0; o < f.outer; ++o)
     for (std::size_t j = 0; j < at.size(); ++j)
       std::memcpy(out + (o * at.size() + j) * row, data + (o * f.n + at[j]) * row, row);

@@ -31,7 +31,9 @@ inline void check_fit(const std::string& who, std::size_t axis, std::size_t begi
 // Zeros of out's extents (elements of `size` bytes), with part's rows copied to their places.
 inline void place(std::size_t axis, std::size_t begin, std::size_t end, std::size_t step, const runtime_extents& out_extents,
                   std::size_t size, const void* part, void* out) {
-  std::memset(out, 0, element_count(out_extents) * size);
+  const std::size_t bytes = element_count(out_extents) * size;
+  if (bytes == 0) return;  // no elements, and no storage to point at
+  std::memset(out, 0, bytes);
   std::size_t outer = 1, inner = size;
   for (std::size_t i = 0; i < axis; ++i) outer *= out_extents[i];
   for (std::size_t i = axis + 1; i < out_extents.size(); ++i) inner *= out_extents[i];

@@ -29,6 +29,7 @@ inline void run(const void* x, void* out, const runtime_extents& e, bool upper, 
   for (std::size_t i = 0; i + 2 < r; ++i) outer *= e[i];
   const char* from = static_cast<const char*>(x);
   char* to = static_cast<char*>(out);
+  if (cols == 0) return;  // no elements, and no storage to point at
   // Past the matrix on either side every k means the same; clamped, i + k cannot overflow.
   k = std::clamp<std::int64_t>(k, -std::int64_t(std::min<std::size_t>(rows, cols_limit)) - 1,
                                std::int64_t(std::min<std::size_t>(cols, cols_limit)) + 1);

@@ -68,11 +68,16 @@ class graph_builder {
     constants_.push_back(graph_constant{scoped("constant"), std::move(t), {}, std::move(data)});
     return last();
   }
-  // A scalar; `is_static` marks a compile-time literal the simplifier may rely on (zero, one).
+  // A scalar; `is_static` marks a compile-time literal the simplifier may rely on (zero, one). An
+  // integer literal must be a number an int64 holds: value_error for NaN, an infinity or a value
+  // past 2^63, whose conversion would be undefined.
   graph_handle literal(double value, dtype type, bool is_static = false) {
     attribute_value v;
     if (type == dtype::boolean) v = value != 0;
     else if (is_floating_dtype(type)) v = value;
+    else if (!(value >= -0x1p63 && value < 0x1p63))
+      throw value_error("graph_builder: the literal " + std::to_string(value) + " is not a value of " +
+                        std::string(dtype_name(type)) + " (an integer literal must lie in the int64 range)");
     else v = std::int64_t(value);
     return add_node(graph_node{std::string(literal_node_op), scoped(std::string(literal_node_op)), {{"value", v}, {"static", is_static}}, {}, graph_type{type, {}}, {}});
   }

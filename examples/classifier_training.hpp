@@ -20,6 +20,8 @@
 #include <symflow/data/mnist.hpp>
 #include <symflow/data/normalize.hpp>
 #include <symflow/debug/tensorboard.hpp>
+#include <symflow/io/json.hpp>
+#include <symflow/io/npy.hpp>
 #include <symflow/ir/to_graph.hpp>
 #include <symflow/symflow.hpp>
 #include <symflow/train/all.hpp>
@@ -38,6 +40,7 @@ struct training_flags {
   std::string device = "cpu";
   std::string checkpoint;
   std::string logdir;               // TensorBoard summaries; none when empty
+  std::string export_dir;           // the trained inference model as a graph value; none when empty
   std::size_t log_every = 50;       // batches between batch-level scalars
   std::size_t limit = all_examples;
   std::size_t stop_after = 0;       // stop after this epoch, as if interrupted (0: run all --epochs)
@@ -55,13 +58,18 @@ inline std::string usage(std::string_view program, const training_flags& d) {
   return "usage: " + std::string(program) +
          " [--epochs N] [--batch N] [--data DIR] [--device cpu|cuda] [--checkpoint PATH] [--limit N]\n"
          "       [--lr RATE] [--optimizer sgd|momentum|adam] [--seed N] [--logdir DIR] [--log-every N] [--stop-after N]\n"
+         "       [--export DIR]\n"
          "defaults: --epochs " + std::to_string(d.epochs) + " --batch " + std::to_string(d.batch) + " --data " + d.data +
          " --lr " + std::to_string(d.learning_rate) + " --optimizer " + d.optimizer + " --seed " + std::to_string(d.seed) +
          "\n--checkpoint PATH saves after every epoch and resumes from PATH when it exists;\n"
          "--limit N trains and tests on the first N examples of each split (quick runs);\n"
          "--stop-after N ends the run after epoch N as if it were interrupted (the schedule still spans --epochs);\n"
          "--logdir DIR writes TensorBoard summaries there: loss and accuracy every --log-every batches\n"
-         "(default " + std::to_string(d.log_every) + ") and per epoch, test accuracy, parameter histograms, the model's graph.\n";
+         "(default " + std::to_string(d.log_every) + ") and per epoch, test accuracy, parameter histograms, the model's graph;\n"
+         "--export DIR writes the trained inference model there: model.json (the logits' graph), model.safetensors\n"
+         "(its parameters), and test_images.npy, test_labels.npy, test_logits.npy (the first test batch, standardised,\n"
+         "and the typed model's logits for it); `symflow export DIR/model.json DIR/model.onnx --params\n"
+         "DIR/model.safetensors` makes an ONNX model of it (docs/onnx.md).\n";
 }
 
 inline training_flags parse_flags(int argc, char** argv, training_flags flags) {
@@ -83,6 +91,7 @@ inline training_flags parse_flags(int argc, char** argv, training_flags flags) {
     else if (flag == "--device") flags.device = value;
     else if (flag == "--checkpoint") flags.checkpoint = value;
     else if (flag == "--logdir") flags.logdir = value;
+    else if (flag == "--export") flags.export_dir = value;
     else if (flag == "--log-every") flags.log_every = number(flag, value);
     else if (flag == "--limit") flags.limit = number(flag, value);
     else if (flag == "--seed") flags.seed = number(flag, value);
@@ -185,6 +194,23 @@ void log_parameter_histograms(tensorboard::summary_writer& log, const params& mo
          ...);
       },
       variables);
+}
+
+// The trained inference model as files other programs read (--export): the logits' graph, its
+// parameters as a checkpoint, and a test batch with the typed model's logits for it, so that a
+// reader of the graph (or of its ONNX export) can check it computes what this program did.
+template <class Model>
+void export_model(const std::filesystem::path& dir, const Model& m, const image_split& test, const params& model) {
+  std::filesystem::create_directories(dir);
+  save_graph_json_file((dir / "model.json").string(), to_graph(m.logits));
+  save_checkpoint((dir / "model.safetensors").string(), {{"", model}}, {{"model", m.name}});
+  image_batch b;
+  const batch_plan plan(test.size(), 256);
+  load_batch(test, plan, 0, b);
+  save_npy((dir / "test_images.npy").string(), b.images);
+  save_npy((dir / "test_labels.npy").string(), b.labels);
+  save_npy((dir / "test_logits.npy").string(), eval(m.logits, m.images = b.images, model));
+  std::cerr << "exported " << m.name << " to " << dir.string() << "\n";
 }
 
 template <class Model>
@@ -328,6 +354,7 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
                        {"batch", std::to_string(f.batch)}});
   }
   if (log) log->close();  // a failed write surfaces here rather than vanishing in the destructor
+  if (!f.export_dir.empty()) export_model(f.export_dir, m, data.test, model);
   std::printf("test_accuracy=%.4f\n", test_accuracy(m.logits, m.images, data.test, model));
   return 0;
 }

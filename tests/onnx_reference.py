@@ -116,12 +116,43 @@ def evaluate(node, ins):
             return _arg_extremum(np.argmax if op == "ArgMax" else np.argmin, node, ins[0])
         if op == "CumSum":
             return _cumsum(ins[0], int(ins[1].reshape(-1)[0]), _attr(node, "exclusive", 0), _attr(node, "reverse", 0))
+        if op == "OneHot":
+            return _one_hot(node, ins[0], int(ins[1].reshape(-1)[0]), ins[2])
+        if op == "SoftmaxCrossEntropyLoss":
+            return _softmax_cross_entropy(node, ins[0], ins[1])
         if op == "Trilu":
             k = int(ins[1]) if len(ins) > 1 else 0
             keep = np.triu(np.ones(ins[0].shape[-2:], dtype=bool), k) if _attr(node, "upper", 1) else \
                 np.tril(np.ones(ins[0].shape[-2:], dtype=bool), k)
             return np.where(keep, ins[0], np.zeros_like(ins[0]))
     raise NotImplementedError(f"the reference has no {op}")
+
+
+def _one_hot(node, indices, depth, values):
+    """Negative indices count from the end; indices outside [-depth, depth) give a row of off."""
+    idx = indices.astype(np.int64)
+    idx = np.where(idx < 0, idx + depth, idx)
+    out = np.full(idx.shape + (depth,), values[0], dtype=values.dtype)
+    for pos in np.ndindex(idx.shape):
+        if 0 <= idx[pos] < depth:
+            out[pos + (int(idx[pos]),)] = values[1]
+    return np.moveaxis(out, -1, _attr(node, "axis", -1))
+
+
+def _softmax_cross_entropy(node, scores, labels):
+    """Reduction "none" over [N, C] scores, as the form writes it: -log_softmax at the label, 0 at
+    ignore_index, in float64 and rounded once."""
+    assert _attr(node, "reduction") == b"none" and scores.ndim == 2, "the reference reads the form's case only"
+    ignore = _attr(node, "ignore_index")
+    x = scores.astype(np.float64)
+    m = np.max(x, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        log_prob = x - m - np.log(np.sum(np.exp(x - m), axis=1, keepdims=True))
+    loss = np.zeros(len(labels))
+    for n, t in enumerate(labels):
+        if t != ignore:
+            loss[n] = -log_prob[n, int(t)]
+    return loss.astype(scores.dtype)
 
 
 def _arg_extremum(f, node, x):

@@ -137,13 +137,14 @@ def case_export(tool, data):
     if model.graph.input[0].type.tensor_type.shape.dim[0].dim_param != "x_dim0":
         fail("export: x's unknown extent is not the symbolic dimension x_dim0")
     # An op without an ONNX form is refused, naming the node.
-    encode = tool.file("one_hot.json")
-    with open(encode, "w") as f:
-        f.write('{"format":"symflow.graph","version":1,"inputs":[],"constants":[],"outputs":[1],"parameters":['
-                '{"id":0,"name":"i","scope":"","dtype":"i32","shape":[2],"file":"","line":0,"value":{"shape":[2],"values":[2,0]}}],'
-                '"nodes":[{"id":1,"op":"one_hot","name":"encode","inputs":[0],"attrs":{"depth":4,"to":"f32"},"dtype":"f32",'
-                '"shape":[2,4],"file":"","line":0}]}')
-    tool.refuses(["export", encode, tool.file("one_hot.onnx")], "node 'encode': op 'one_hot' has no ONNX form")
+    pick = tool.file("gather_elements.json")
+    with open(pick, "w") as f:
+        f.write('{"format":"symflow.graph","version":1,"inputs":[],"constants":[],"outputs":[2],"parameters":['
+                '{"id":0,"name":"x","scope":"","dtype":"f32","shape":[2],"file":"","line":0,"value":{"shape":[2],"values":[2,0]}},'
+                '{"id":1,"name":"i","scope":"","dtype":"i32","shape":[2],"file":"","line":0,"value":{"shape":[2],"values":[1,0]}}],'
+                '"nodes":[{"id":2,"op":"gather_elements","name":"pick","inputs":[0,1],"attrs":{"axis":0},"dtype":"f32",'
+                '"shape":[2],"file":"","line":0}]}')
+    tool.refuses(["export", pick, tool.file("gather_elements.onnx")], "node 'pick': op 'gather_elements' has no ONNX form")
 
 
 def case_import(tool, data):

@@ -26,6 +26,7 @@
 // the values of constant inputs) and builds it out of symflow nodes (runtime/onnx_import.hpp).
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -106,6 +107,9 @@ class onnx_node_reader {
   virtual bool is_constant(std::size_t i) const = 0;
   virtual std::vector<std::int64_t> constant_integers(std::size_t i) const = 0;
   virtual std::vector<double> constant_numbers(std::size_t i) const = 0;
+  // Input i when it is ONNX's Shape of a value whose extents are not all known (an exporter's
+  // Shape(like) feeding a Reshape or an Expand): that value, whose shape the input is.
+  virtual std::optional<value> shape_source_of(std::size_t i) const = 0;
 
   virtual bool has(std::string_view name) const = 0;
   virtual std::int64_t integer(std::string_view name, std::int64_t fallback) const = 0;
@@ -132,25 +136,31 @@ class onnx_node_reader {
   std::size_t rank_of(std::size_t input_index) const { return extents_of(input(input_index)).size(); }
 };
 
-// Reads ONNX's reductions back (the inverse of write_onnx_reduction): axes from the attribute
-// (opset < 13 for ReduceSum, < 18 for the others) or the second input; none given reduces every
-// axis unless noop_with_empty_axes.
-inline void read_onnx_reduction(onnx_node_reader& r, std::string_view op) {
+// The axes of an ONNX reduction (the reductions here and the importer's compositions of the
+// others): from the attribute (opset < 13 for ReduceSum, < 18 for the others) or the second input,
+// counted from 0, sorted, each once; every axis when none are given, or nothing (the reduction is
+// the identity) under noop_with_empty_axes.
+inline std::optional<std::vector<std::int64_t>> read_onnx_reduction_axes(onnx_node_reader& r) {
   const std::size_t rank = r.rank_of(0);
   std::vector<std::int64_t> axes;
-  bool given = false;
-  if (r.has("axes")) axes = r.integers("axes", {}), given = true;
-  if (r.has_input(1)) axes = r.constant_integers(1), given = true;
-  const bool noop = r.integer("noop_with_empty_axes", 0) != 0, keep = r.integer("keepdims", 1) != 0;
-  if (!given || axes.empty()) {
-    if (noop) return r.result(r.input(0));
-    axes.clear();
+  if (r.has("axes")) axes = r.integers("axes", {});
+  if (r.has_input(1)) axes = r.constant_integers(1);
+  if (axes.empty()) {
+    if (r.integer("noop_with_empty_axes", 0) != 0) return std::nullopt;
     for (std::size_t a = 0; a < rank; ++a) axes.push_back(std::int64_t(a));
   }
   axes = r.axes(axes, rank);
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) r.refuse("an axis is listed twice");
-  r.result(r.apply(op, {r.input(0)}, {{"axes", axes}, {"keepdims", keep}}));
+  return axes;
+}
+
+// Reads ONNX's reductions back (the inverse of write_onnx_reduction) as the op `op`.
+inline void read_onnx_reduction(onnx_node_reader& r, std::string_view op) {
+  const bool keep = r.integer("keepdims", 1) != 0;
+  const std::optional<std::vector<std::int64_t>> axes = read_onnx_reduction_axes(r);
+  if (!axes) return r.result(r.input(0));
+  r.result(r.apply(op, {r.input(0)}, {{"axes", *axes}, {"keepdims", keep}}));
 }
 
 // ONNX's global pools (GlobalAveragePool, GlobalMaxPool): a reduction over every axis after N and C,

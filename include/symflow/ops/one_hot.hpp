@@ -8,6 +8,7 @@
 #include "../expr/structural.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "law_example.hpp"
+#include "../expr/onnx_form.hpp"
 
 namespace symflow {
 namespace ops {
@@ -59,6 +60,18 @@ struct one_hot_op {
     std::copy(in.begin(), in.end(), out.begin());
     out[R] = Depth;
     return out;
+  }
+  // ONNX OneHot counts negative indices from the end, where a negative label here is a zero row:
+  // the labels, as int64, become `depth` where negative (outside [-depth, depth): a row of the off
+  // value there too); OneHot's values are [0, 1] in int64, cast to `to`.
+  static void write_onnx(onnx_node_writer& w) {
+    const std::int64_t depth = w.integer("depth");
+    if (depth <= 0) w.refuse("ONNX's OneHot needs a depth of at least 1");
+    const std::string labels = w.add("Cast", {w.operand(0)}, {{"to", std::int64_t(dtype_info_of(dtype::i64).onnx)}});
+    const std::string negative = w.add("Less", {labels, w.scalar(dtype::i64, 0)});
+    const std::string index = w.add("Where", {negative, w.scalar(dtype::i64, double(depth)), labels});
+    const std::string hot = w.add("OneHot", {index, w.int64s({depth}), w.int64s({0, 1})}, {{"axis", std::int64_t(-1)}});
+    w.add("Cast", {hot}, {{"to", std::int64_t(dtype_info_of(w.dtype_of("to")).onnx)}}, true);
   }
   // Runtime form (graph interpreter and builder): the depth and the result dtype are values.
   template <class Attrs>

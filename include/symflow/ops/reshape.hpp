@@ -24,6 +24,10 @@ struct reshape_op {
   // ONNX Reshape: 0 copies the operand's extent unless allowzero, -1 is inferred (the op's rule).
   static constexpr std::array<std::string_view, 1> onnx_reads{"Reshape"};
   static void read_onnx(onnx_node_reader& r) {
+    // Reshape(x, Shape(like)) over extents known only at run time, as reshape_as's form writes it
+    // (with allowzero, a 0 in like's shape is an extent 0, as reshape_as takes it).
+    if (const auto like = r.shape_source_of(1); like && r.integer("allowzero", 0) != 0)
+      return r.result(r.apply(reshape_as_op::name, {r.input(0), *like}));
     std::vector<std::int64_t> target = r.constant_integers(1);
     const std::vector<std::int64_t> in = r.extents_of(r.input(0));
     if (r.integer("allowzero", 0) == 0)

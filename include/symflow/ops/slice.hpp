@@ -80,8 +80,19 @@ struct slice_op {
     onnx_node_reader::value y = r.input(0);
     for (std::size_t k = 0; k < starts.size(); ++k) {
       const std::int64_t axis = r.axis(axes[k], extents.size()), d = extents[axis], step = steps[k];
-      if (d < 0) r.refuse("Slice of an axis whose extent is not known");
       if (step == 0) r.refuse("a step of 0");
+      if (d < 0) {
+        // Over an extent known only at run time, what needs no extent: the whole axis (0 to an
+        // end past any extent) and its reversal (from the last, -1 or past any extent, to before
+        // the first; flip's form).
+        constexpr std::int64_t far = std::int64_t(1) << 62;
+        if (step == 1 && starts[k] == 0 && ends[k] >= far) continue;
+        if (step == -1 && (starts[k] == -1 || starts[k] >= far) && ends[k] <= -far) {
+          y = r.apply(flip_op<0>::name, {y}, {{"axis", axis}});
+          continue;
+        }
+        r.refuse("Slice of an axis whose extent is not known, other than the whole axis or its reversal");
+      }
       const auto from_end = [d](std::int64_t i) { return i < 0 ? i + d : i; };
       std::int64_t begin = from_end(starts[k]), end = from_end(ends[k]);
       if (step > 0) {

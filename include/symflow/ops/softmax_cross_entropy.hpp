@@ -20,6 +20,7 @@
 #include "../expr/leaves.hpp"
 #include "../expr/runtime_forms.hpp"
 #include "../expr/derivative_rule.hpp"
+#include "../expr/onnx_form.hpp"
 #include "../expr/structural.hpp"
 #include "conv2d_geometry.hpp"
 #include "expand_as.hpp"
@@ -203,7 +204,8 @@ struct softmax_cross_entropy_op {
       "or more is a value error naming the example. A NaN in a row, or a +Inf logit (Inf - Inf), makes "
       "that loss NaN; a -Inf logit at the label (others finite) gives +Inf. Gradient: "
       "softmax_cross_entropy_backward(g, logits, labels) for the logits, none for the labels. Example: "
-      "logits [[0, 0], [1, 2]] with labels [0, -1] give [0.6931472 (log 2), 0].";
+      "logits [[0, 0], [1, 2]] with labels [0, -1] give [0.6931472 (log 2), 0]. ONNX: "
+      "SoftmaxCrossEntropyLoss, reduction none, ignore_index -1.";
   // The law tests' instance of this op (ops/law_example.hpp).
   struct law_example {
     using operands = std::tuple<law::floating<shape<dyn, 5>>, law::labels<shape<dyn>, -1, 5>>;
@@ -227,6 +229,13 @@ struct softmax_cross_entropy_op {
   template <class T, class Out, class L, class Y>
   static void run_cpu(const Out& out, const L& logits, const Y& labels) {
     sce_detail::forward<T>(logits.data(), labels.data(), out.data(), logits.extent(0), logits.extent(1));
+  }
+  // ONNX SoftmaxCrossEntropyLoss with reduction "none" and ignore_index -1: label -1 is padding
+  // there as here; ONNX defines no other negative label (this op pads them all). The importer reads
+  // that node back as this op (runtime/onnx_import_layers.hpp).
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("SoftmaxCrossEntropyLoss", {w.operand(0), w.operand(1)},
+          {{"reduction", std::string("none")}, {"ignore_index", std::int64_t(-1)}}, true);
   }
   // Derivative rule (expr/derivative_rule.hpp): the backward op for the logits, none for labels.
   static auto derivative(const auto&, const auto& g, const auto&, const auto& logits, const auto& labels) {

@@ -22,14 +22,9 @@ using reader = onnx_import_reader;
 
 // The axes of an ONNX reduction, or none for noop_with_empty_axes (as read_onnx_reduction).
 inline std::optional<std::vector<int>> reduction_axes(reader& r) {
-  const std::size_t rank = r.rank_of(0);
-  std::vector<std::int64_t> axes;
-  if (r.has("axes")) axes = r.integers("axes", {});
-  if (r.has_input(1)) axes = r.constant_integers(1);
-  if (axes.empty() && r.integer("noop_with_empty_axes", 0) != 0) return std::nullopt;
-  std::vector<int> out;
-  for (std::int64_t a : axes) out.push_back(int(r.axis(a, rank)));
-  return out;  // empty: every axis
+  const std::optional<std::vector<std::int64_t>> axes = read_onnx_reduction_axes(r);
+  if (!axes) return std::nullopt;
+  return std::vector<int>(axes->begin(), axes->end());
 }
 inline bool keepdims(reader& r) { return r.integer("keepdims", 1) != 0; }
 
@@ -317,6 +312,38 @@ inline void range(reader& r) {
   r.constant_result(std::move(out));
 }
 
+// OneHot(indices, depth, values [off, on], axis): indices as int64 (floats truncated, as ONNX casts
+// them), a negative one counted from the end, one outside [-depth, depth) a row of `off`. As
+// one_hot of the indices made non-negative (a where between off and on unless they are [0, 1], so
+// that both are exact), the new axis moved to `axis`.
+inline void one_hot_of(reader& r) {
+  const graph_handle indices = r.operand(0);
+  if (indices.value_type() == dtype::boolean) r.refuse("OneHot of bool indices");
+  const std::vector<double> depth = r.constant_numbers(1);
+  if (depth.size() != 1 || !(depth[0] >= 1 && depth[0] <= double(std::int64_t(1) << 31)))
+    r.refuse("OneHot's depth must be one number in [1, 2^31]");
+  const std::int64_t d = std::int64_t(depth[0]);
+  const std::vector<double> values = r.constant_numbers(2);
+  if (values.size() != 2) r.refuse("OneHot's values must be [off, on]");
+  const dtype t = r.dtype_of(r.input(2));
+  const std::int64_t axis = r.axis(r.integer("axis", -1), indices.rank() + 1);
+  graph_builder& b = r.builder();
+  const graph_handle wide = cast(indices, dtype::i64);
+  const graph_handle index = where(wide < b.literal(0, dtype::i64), wide + b.literal(double(d), dtype::i64), wide);
+  graph_handle y = values[0] == 0 && values[1] == 1
+                       ? one_hot(index, d, t)
+                       : where(one_hot(index, d, dtype::boolean), b.literal(values[1], t), b.literal(values[0], t));
+  if (axis != std::int64_t(indices.rank())) {
+    std::vector<std::int64_t> perm;
+    for (std::int64_t a = 0; a < std::int64_t(indices.rank()); ++a) {
+      if (a == axis) perm.push_back(std::int64_t(indices.rank()));
+      perm.push_back(a);
+    }
+    y = transpose(y, perm);
+  }
+  r.result(y);
+}
+
 using entry = std::pair<std::string_view, onnx_composition>;
 // Sorted by ONNX op type.
 inline constexpr entry table[] = {
@@ -340,6 +367,7 @@ inline constexpr entry table[] = {
     {"LogSoftmax", &softmax_family<true>},
     {"Mean", &variadic_sum<true>},
     {"NegativeLogLikelihoodLoss", &negative_log_likelihood_loss},
+    {"OneHot", &one_hot_of},
     {"Range", &range},
     {"Reciprocal", &reciprocal},
     {"ReduceL1", &reduce_l1},

@@ -140,7 +140,23 @@ inline graph_handle negative_log_likelihood(reader& r, const graph_handle& x, co
 inline void negative_log_likelihood_loss(reader& r) {
   r.result(negative_log_likelihood(r, r.operand(0), r.operand(1), 2));
 }
+// Scores [N, C] without weights, whose ignore_index (if any) is negative, read as symflow's
+// softmax_cross_entropy op, which treats every negative label as padding (ONNX defines no other
+// negative label) and is what that op's ONNX form writes: a round trip gives the op back.
+inline bool reads_as_the_fused_op(reader& r) {
+  if (r.has_input(2) || r.wants_output(1) || r.rank_of(0) != 2 || r.rank_of(1) != 1) return false;
+  const std::string reduction = r.text("reduction", "mean");
+  if (r.has("ignore_index") && (reduction != "none" || r.integer("ignore_index", 0) >= 0)) return false;
+  return reduction == "none" || reduction == "mean" || reduction == "sum";
+}
 inline void softmax_cross_entropy_loss(reader& r) {
+  if (reads_as_the_fused_op(r)) {
+    const graph_handle loss = r.builder().apply(ops::softmax_cross_entropy_op::name, {r.operand(0), r.operand(1)});
+    const std::string reduction = r.text("reduction", "mean");
+    if (reduction == "none") return r.result(loss);
+    if (reduction == "sum") return r.result(reduce_value(ops::sum_op{}, loss, {}, false));
+    return r.result(reduce_value(ops::mean_op{}, loss, {}, false));
+  }
   const graph_handle log_prob = log_softmax(r.operand(0), 1);
   r.result(negative_log_likelihood(r, log_prob, r.operand(1), 2));
   if (r.wants_output(1)) r.result(log_prob, 1);

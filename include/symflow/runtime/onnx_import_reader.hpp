@@ -254,6 +254,10 @@ class onnx_import_reader final : public onnx_node_reader {
     visit_constant(i, [&](auto v) { out.push_back(static_cast<std::int64_t>(v)); }, true);
     return out;
   }
+  std::optional<value> shape_source_of(std::size_t i) const override {
+    const std::optional<graph_handle> like = shape_source(i);
+    return like ? std::optional<value>(like->id) : std::nullopt;
+  }
   std::vector<double> constant_numbers(std::size_t i) const override {
     std::vector<double> out;
     visit_constant(i, [&](auto v) { out.push_back(static_cast<double>(v)); }, false);
@@ -286,13 +290,8 @@ class onnx_import_reader final : public onnx_node_reader {
       a.push_back({std::move(at.key), std::visit([](auto&& x) { return attribute_value(std::move(x)); }, std::move(at.value))});
     return values_.builder().apply(op, in, std::move(a)).id;
   }
-  // A number from the file becomes a literal of an integer dtype only when an int64 holds it (the
-  // conversion of NaN, an infinity or a value past 2^63 would be undefined).
-  value scalar(dtype t, double v) override {
-    if (!is_floating_dtype(t) && t != dtype::boolean && !(v >= -0x1p63 && v < 0x1p63))
-      refuse("the number " + std::to_string(v) + " as a literal of " + std::string(dtype_name(t)));
-    return values_.builder().literal(v, t).id;
-  }
+  // (graph_builder::literal refuses a number an integer dtype cannot hold; read() reports it.)
+  value scalar(dtype t, double v) override { return values_.builder().literal(v, t).id; }
   void result(value v, std::size_t output) override { results_[output] = values_.builder().handle(v); }
   [[noreturn]] void refuse(const std::string& why) const override { throw onnx_import_error(why); }
 
@@ -345,7 +344,7 @@ class onnx_import_reader final : public onnx_node_reader {
     if (!has_input(i)) refuse("input " + std::to_string(i) + " is missing");
     const std::optional<graph_handle> h = values_.find(node_.input(int(i)));
     if (!h && values_.shape_source(node_.input(int(i))))
-      refuse("input '" + node_.input(int(i)) + "' is a shape known only at run time, which only Expand reads");
+      refuse("input '" + node_.input(int(i)) + "' is a shape known only at run time, which only Expand and Reshape (with allowzero) read");
     if (!h) refuse("input '" + node_.input(int(i)) + "' is not defined before it");
     return *h;
   }

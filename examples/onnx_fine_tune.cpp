@@ -88,18 +88,11 @@ runtime_feeds feeds_of(const std::string& input, const image_batch& b) {
   return feeds;
 }
 
-// The share of rows of logits [N, K] whose first maximum is the label.
+// How many rows of logits [N, K] have their maximum at the label (train/metrics.hpp's rule).
 std::size_t correct(const runtime_tensor& logits, const tensor<std::int32_t, shape<dyn>>& labels) {
-  const std::size_t n = logits.extents().at(0), k = logits.extents().at(1);
-  const float* v = logits.data<float>();
-  std::size_t right = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::size_t best = 0;
-    for (std::size_t j = 1; j < k; ++j)
-      if (v[i * k + j] > v[i * k + best]) best = j;
-    right += std::int32_t(best) == labels[i];
-  }
-  return right;
+  if (logits.rank() != 2) throw shape_error("the model's output is " + logits.type_string() + ", not logits [N, K]");
+  const tensor_view<const float, shape<dyn, dyn>> rows(logits.data<float>(), {logits.extents()[0], logits.extents()[1]});
+  return correct_predictions(rows, labels);
 }
 
 double test_accuracy(const interpreter& logits, const std::string& input, const image_split& test, const params& weights) {

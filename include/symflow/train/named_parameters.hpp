@@ -13,6 +13,7 @@
 #include "../core/error.hpp"
 #include "../core/params.hpp"
 #include "../core/tensor.hpp"
+#include "optimizer_step.hpp"
 
 namespace symflow {
 
@@ -38,7 +39,7 @@ inline params initial_named_state(const params& model, const std::vector<std::st
       if (zero.bytes.size()) std::memset(zero.bytes.data(), 0, zero.bytes.size());
       state.set_entry(prefix + name, std::move(zero));
     }
-  state.set("step", tensor<std::int64_t, shape<>>(0));
+  set_optimizer_step(state, 0);
   return state;
 }
 
@@ -78,7 +79,7 @@ void step_named(params& model, params& state, const std::vector<named_gradient>&
       throw value_error(std::string(optimizer) + ": the gradient given for variable '" + g.name + "' has no elements");
     work.push_back(std::move(b));
   }
-  const std::uint64_t t = static_cast<std::uint64_t>(state.view<std::int64_t, shape<>>("step").data()[0]);
+  const std::uint64_t t = optimizer_step(state);
   for (std::size_t k = 0; k < work.size(); ++k) {
     auto run = [&](auto tag) {
       using T = decltype(tag);
@@ -90,7 +91,7 @@ void step_named(params& model, params& state, const std::vector<named_gradient>&
     if (gradients[k].type == dtype_v<float>) run(float{});
     else run(double{});
   }
-  state.set("step", tensor<std::int64_t, shape<>>(static_cast<std::int64_t>(t + 1)));
+  set_optimizer_step(state, t + 1);
 }
 
 }  // namespace detail

@@ -29,21 +29,13 @@
 #include "../core/tensor.hpp"
 #include "../expr/leaves.hpp"
 #include "named_parameters.hpp"
+#include "optimizer_step.hpp"
 #include "schedules.hpp"
 #include "update_rules.hpp"
 
 namespace symflow {
 
-// The number of updates the optimiser whose state this is has made.
-inline std::uint64_t optimizer_step(const params& state) {
-  return static_cast<std::uint64_t>(state.view<std::int64_t, shape<>>("step").data()[0]);
-}
-
 namespace detail {
-inline void set_optimizer_step(params& state, std::uint64_t step) {
-  state.set("step", tensor<std::int64_t, shape<>>(static_cast<std::int64_t>(step)));
-}
-
 template <class Variable>
 std::string variable_name() {
   static_assert(Variable::kind == node_kind::variable, "symflow: optimisers update variables");

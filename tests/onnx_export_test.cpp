@@ -21,6 +21,9 @@
 
 #include <symflow/io/npy.hpp>
 #include <symflow/io/onnx.hpp>
+#include <symflow/runtime/builder.hpp>
+#include <symflow/runtime/grad.hpp>
+#include <symflow/runtime/handle_ops.hpp>
 #include <symflow/runtime/onnx_import.hpp>
 #include <symflow/runtime/interpreter.hpp>
 #include <symflow/symflow.hpp>
@@ -193,6 +196,16 @@ TEST_F(OnnxExport, EveryFormMatchesAnIndependentReference) {
   write_expression_case("cumsum", xy, cumsum<1>(x), cumsum<0, true, true>(x));
   write_expression_case("flip", xy, flip<1>(x), flip<0>(x));
   write_expression_case("trilu", xy, tril(x, -1), triu(x, 1));
+  write_expression_case("pad", xy, pad<1, 2, 0, 3>(x), pad<pad_mode::reflect, 0, 2, 0, 1>(x),
+                        pad<pad_mode::edge, 1, 0, 2, 1>(x));
+  {
+    const auto picks = placeholder<"picks", std::int32_t, shape<dyn, 5>>();
+    tensor<std::int32_t, shape<dyn, 5>> pick_values({3, 5}, uninitialized);
+    for (std::size_t i = 0; i < pick_values.size(); ++i) pick_values.data()[i] = std::int32_t(i * 7 % 10) - 5;  // [-5, 5)
+    runtime_feeds feeds = xy;
+    feeds.emplace("picks", runtime_tensor(pick_values));
+    write_expression_case("gather_elements", feeds, gather_elements<1>(x, picks));
+  }
   {
     const auto like = placeholder<"like", float, shape<dyn>>();
     runtime_feeds feeds = xy;
@@ -310,16 +323,159 @@ TEST_F(OnnxExport, ParametersBecomeInitialisersWithTheStoresValues) {
 
 TEST_F(OnnxExport, OpsWithoutAFormAreAllNamedInOneError) {
   const auto x = placeholder<"x", float, shape<dyn, 5>>();
-  const auto where = placeholder<"where", std::int32_t, shape<dyn, 5>>();
-  const graph g = to_graph(gather_elements<1>(x, where) + 1.0f, dropout(x, 0.5, std::uint64_t(7)));
+  const auto like = placeholder<"like", float, shape<dyn, 9>>();
+  const graph g = to_graph(scatter<1>(x, like, 2, 7) + 1.0f, dropout(x, 0.5, std::uint64_t(7)));
   try {
     (void)to_onnx(g);
     ADD_FAILURE() << "expected onnx_error";
   } catch (const onnx_error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("2 node(s) have no ONNX form"), std::string::npos) << what;
-    EXPECT_NE(what.find("op 'gather_elements'"), std::string::npos) << what;
+    EXPECT_NE(what.find("op 'scatter'"), std::string::npos) << what;
     EXPECT_NE(what.find("op 'dropout'"), std::string::npos) << what;
+  }
+}
+
+runtime_tensor random_f64(runtime_extents extents, unsigned seed) {
+  runtime_tensor t(dtype::f64, extents);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(-1, 1);
+  for (std::size_t i = 0; i < t.size(); ++i) t.data<double>()[i] = d(rng);
+  return t;
+}
+
+// The ONNX model's graph passes the checker and strict shape inference, and reads back into a
+// graph that gives the same outputs, bit for bit, and the same gradients.
+graph expect_valid_round_trip(const graph& g, const runtime_feeds& feeds, const std::vector<std::string>& wrt) {
+  const onnx::ModelProto model = to_onnx(g);
+  EXPECT_NO_THROW(onnx::checker::check_model(model));
+  onnx::ModelProto inferred = model;
+  onnx::ShapeInferenceOptions strict{true, 1, true};
+  EXPECT_NO_THROW(onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), strict));
+  graph back;
+  try {
+    back = from_onnx(model);
+  } catch (const onnx_import_error& e) {
+    ADD_FAILURE() << "the export does not read back: " << e.what();
+    return back;
+  }
+  const auto want = run_graph(g, feeds), got = run_graph(back, feeds);
+  EXPECT_EQ(got.size(), want.size());
+  for (std::size_t k = 0; k < std::min(got.size(), want.size()); ++k)
+    EXPECT_EQ(got[k].to_graph_tensor(), want[k].to_graph_tensor()) << "output " << k;
+  const auto dwant = run_graph(differentiate(g, wrt), feeds), dgot = run_graph(differentiate(back, wrt), feeds);
+  for (std::size_t k = 0; k < std::min(dgot.size(), dwant.size()); ++k)
+    for (std::size_t i = 0; i < dwant[k].size(); ++i)
+      EXPECT_NEAR(dgot[k].data<double>()[i], dwant[k].data<double>()[i], 1e-12) << "gradient output " << k << "[" << i << "]";
+  return back;
+}
+
+// A scan exports as ONNX's Scan: its body takes the state and the step, reads the weights from the
+// enclosing graph by name, and gives the next state as state and as scan output. Imported, it is a
+// scan again whose operands are the values the body reads; both give a float64 loop's states.
+TEST(OnnxControlFlow, ScanIsOnnxScanWithTheWeightsReadFromTheEnclosingGraph) {
+  constexpr std::int64_t steps = 5, batch = 3, in = 4, hidden = 6;
+  graph_builder body_builder;
+  auto h = body_builder.input("h", dtype::f64, {-1, hidden});
+  auto x = body_builder.input("x", dtype::f64, {-1, in});
+  auto W = body_builder.input("W", dtype::f64, {in, hidden});
+  auto U = body_builder.input("U", dtype::f64, {hidden, hidden});
+  auto bias = body_builder.input("b", dtype::f64, {hidden});
+  const graph body = body_builder.build({tanh(matmul(x, W) + matmul(h, U) + bias) * 0.5 + h * 0.5});
+  graph_builder b;
+  auto h0 = b.input("h0", dtype::f64, {batch, hidden});
+  auto xs = b.input("xs", dtype::f64, {-1, batch, in});
+  auto Wv = b.input("W", dtype::f64, {in, hidden});
+  auto Uv = b.input("U", dtype::f64, {hidden, hidden});
+  auto bv = b.input("b", dtype::f64, {hidden});
+  auto states = scan(body, h0, xs, {Wv, Uv, bv});
+  const graph g = b.build({sum(states * states), states});
+  runtime_feeds feeds;
+  feeds.insert_or_assign("h0", random_f64({batch, hidden}, 1));
+  feeds.insert_or_assign("xs", random_f64({steps, batch, in}, 2));
+  feeds.insert_or_assign("W", random_f64({in, hidden}, 3));
+  feeds.insert_or_assign("U", random_f64({hidden, hidden}, 4));
+  feeds.insert_or_assign("b", random_f64({hidden}, 5));
+
+  const onnx::ModelProto model = to_onnx(g);
+  const onnx::NodeProto* scan_node = nullptr;
+  for (const auto& n : model.graph().node())
+    if (n.op_type() == "Scan") scan_node = &n;
+  ASSERT_NE(scan_node, nullptr);
+  ASSERT_EQ(scan_node->input_size(), 2);  // the state and the sequence; the weights are read by name
+  EXPECT_EQ(scan_node->output(0), "");    // the final state is not needed
+  ASSERT_EQ(scan_node->attribute_size(), 2);
+  const onnx::GraphProto& onnx_body = scan_node->attribute(1).g();
+  EXPECT_EQ(onnx_body.input_size(), 2);
+  EXPECT_EQ(onnx_body.output_size(), 2);
+
+  const graph back = expect_valid_round_trip(g, feeds, {"h0", "xs", "W", "U", "b"});
+  const auto got = run_graph(back, feeds);
+  ASSERT_EQ(got.size(), 2u);
+  // The float64 loop.
+  const double* xv = feeds.at("xs").data<double>();
+  const double *Wp = feeds.at("W").data<double>(), *Up = feeds.at("U").data<double>(), *bp = feeds.at("b").data<double>();
+  std::vector<double> state(feeds.at("h0").data<double>(), feeds.at("h0").data<double>() + batch * hidden);
+  for (std::int64_t t = 0; t < steps; ++t) {
+    std::vector<double> next(state.size());
+    for (std::int64_t r = 0; r < batch; ++r)
+      for (std::int64_t j = 0; j < hidden; ++j) {
+        double a = bp[j];
+        for (std::int64_t i = 0; i < in; ++i) a += xv[(t * batch + r) * in + i] * Wp[i * hidden + j];
+        for (std::int64_t i = 0; i < hidden; ++i) a += state[r * hidden + i] * Up[i * hidden + j];
+        next[r * hidden + j] = std::tanh(a) * 0.5 + state[r * hidden + j] * 0.5;
+      }
+    state = next;
+    for (std::size_t i = 0; i < state.size(); ++i)
+      EXPECT_NEAR(got[1].data<double>()[t * batch * hidden + std::int64_t(i)], state[i], 1e-13) << "step " << t;
+  }
+}
+
+// A cond exports as ONNX's If, whose branches read the operands by name; inside a scan's body too.
+// Imported, the two give what the original gives, and ONNX's Scan with a final state (output 0,
+// ONNX's own scan tests) reads as the last state.
+TEST(OnnxControlFlow, CondIsOnnxIfAndNestsInsideAScan) {
+  auto branch = [](auto make) {
+    graph_builder b;
+    std::vector<graph_handle> in{b.input("s", dtype::f64, {3}), b.input("x", dtype::f64, {3})};
+    return b.build({make(in)});
+  };
+  const graph add_branch = branch([](auto& in) { return in[0] + in[1]; });
+  const graph halve_branch = branch([](auto& in) { return in[0] * 0.5; });
+  const graph body = branch([&](auto& in) { return cond(sum(in[1]) > 0.0, add_branch, halve_branch, {in[0], in[1]}); });
+  graph_builder b;
+  auto s = b.input("s", dtype::f64, {3});
+  auto xs = b.input("xs", dtype::f64, {-1, 3});
+  const graph g = b.build({sum(scan(body, s, xs)), scan(body, s, xs), cond(sum(s) > 0.0, add_branch, halve_branch, {s, s})});
+  for (const auto steps : {std::size_t(7), std::size_t(1), std::size_t(0)}) {
+    SCOPED_TRACE(steps);
+    runtime_feeds feeds;
+    feeds.insert_or_assign("s", random_f64({3}, 5));
+    feeds.insert_or_assign("xs", random_f64({steps, 3}, 6));
+    (void)expect_valid_round_trip(g, feeds, {"s", "xs"});
+  }
+
+  // ONNX's form of a scan with its final state named: output 0 is the last state, s itself when
+  // there are no steps.
+  onnx::ModelProto model = to_onnx(g);
+  for (auto& n : *model.mutable_graph()->mutable_node())
+    if (n.op_type() == "Scan" && n.output(0).empty()) {
+      n.set_output(0, "final_" + n.output(1));
+      auto& info = *model.mutable_graph()->add_output();
+      info.set_name(n.output(0));
+      break;
+    }
+  const graph back = from_onnx(model);
+  ASSERT_EQ(back.outputs.size(), 4u);
+  for (const auto steps : {std::size_t(4), std::size_t(0)}) {
+    runtime_feeds feeds;
+    feeds.insert_or_assign("s", random_f64({3}, 8));
+    feeds.insert_or_assign("xs", random_f64({steps, 3}, 9));
+    const auto out = run_graph(back, feeds);
+    const graph_tensor last = out[3].to_graph_tensor();
+    ASSERT_EQ(last.extents, (std::vector<std::int64_t>{3}));
+    for (std::size_t i = 0; i < 3; ++i)
+      EXPECT_EQ(out[3].data<double>()[i], steps ? out[1].data<double>()[(steps - 1) * 3 + i] : feeds.at("s").data<double>()[i]);
   }
 }
 
@@ -346,6 +502,16 @@ TEST(OnnxForms, TheDocsTableSaysWhichOpsHaveAForm) {
     EXPECT_EQ(it->second, find_onnx_form(op) != nullptr)
         << "docs/onnx.md says op '" << op << "' " << (it->second ? "has" : "has no") << " ONNX form";
   }
+  std::apply([&](auto... flow) {
+    auto check = [&](std::string_view op) {
+      ++listed;
+      const auto it = table.find(std::string(op));
+      if (it == table.end()) return ADD_FAILURE() << "docs/onnx.md has no row for control-flow op '" << op << "'", void();
+      EXPECT_EQ(it->second, find_onnx_flow_form(op) != nullptr)
+          << "docs/onnx.md says op '" << op << "' " << (it->second ? "has" : "has no") << " ONNX form";
+    };
+    (check(flow.name), ...);
+  }, control_flow::registered{});
   EXPECT_EQ(table.size(), listed) << "docs/onnx.md lists ops that are not in the op list";
 }
 

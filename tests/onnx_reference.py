@@ -120,6 +120,17 @@ def evaluate(node, ins):
             return _one_hot(node, ins[0], int(ins[1].reshape(-1)[0]), ins[2])
         if op == "SoftmaxCrossEntropyLoss":
             return _softmax_cross_entropy(node, ins[0], ins[1])
+        if op == "Pad":
+            n = ins[0].ndim
+            pads = [int(p) for p in ins[1]]
+            mode = _attr(node, "mode", b"constant")
+            mode = mode.decode() if isinstance(mode, bytes) else mode
+            return np.pad(ins[0], [(pads[a], pads[n + a]) for a in range(n)], mode=mode)
+        if op == "GatherElements":
+            axis = _attr(node, "axis", 0)
+            indices = ins[1].astype(np.int64)
+            indices = np.where(indices < 0, indices + ins[0].shape[axis], indices)
+            return np.take_along_axis(ins[0], indices, axis=axis)
         if op == "Trilu":
             k = int(ins[1]) if len(ins) > 1 else 0
             keep = np.triu(np.ones(ins[0].shape[-2:], dtype=bool), k) if _attr(node, "upper", 1) else \

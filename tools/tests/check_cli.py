@@ -137,14 +137,14 @@ def case_export(tool, data):
     if model.graph.input[0].type.tensor_type.shape.dim[0].dim_param != "x_dim0":
         fail("export: x's unknown extent is not the symbolic dimension x_dim0")
     # An op without an ONNX form is refused, naming the node.
-    pick = tool.file("gather_elements.json")
+    pick = tool.file("scatter.json")
     with open(pick, "w") as f:
         f.write('{"format":"symflow.graph","version":1,"inputs":[],"constants":[],"outputs":[2],"parameters":['
                 '{"id":0,"name":"x","scope":"","dtype":"f32","shape":[2],"file":"","line":0,"value":{"shape":[2],"values":[2,0]}},'
-                '{"id":1,"name":"i","scope":"","dtype":"i32","shape":[2],"file":"","line":0,"value":{"shape":[2],"values":[1,0]}}],'
-                '"nodes":[{"id":2,"op":"gather_elements","name":"pick","inputs":[0,1],"attrs":{"axis":0},"dtype":"f32",'
-                '"shape":[2],"file":"","line":0}]}')
-    tool.refuses(["export", pick, tool.file("gather_elements.onnx")], "node 'pick': op 'gather_elements' has no ONNX form")
+                '{"id":1,"name":"like","scope":"","dtype":"f32","shape":[4],"file":"","line":0,"value":{"shape":[4],"values":[1,0,0,0]}}],'
+                '"nodes":[{"id":2,"op":"scatter","name":"pick","inputs":[0,1],"attrs":{"axis":0,"begin":1,"end":3},"dtype":"f32",'
+                '"shape":[4],"file":"","line":0}]}')
+    tool.refuses(["export", pick, tool.file("scatter.onnx")], "node 'pick': op 'scatter' has no ONNX form")
 
 
 def case_import(tool, data):

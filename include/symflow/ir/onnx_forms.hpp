@@ -81,7 +81,45 @@ inline onnx_reading find_onnx_reading(std::string_view type) {
 inline std::vector<std::string_view> onnx_types_read_by_ops() {
   std::vector<std::string_view> types;
   for (const auto& r : detail::onnx_readings()) types.push_back(r.first);
+  std::apply([&](auto... flow) {
+    auto take = [&](auto op) {
+      if constexpr (requires { decltype(op)::onnx_reads; })
+        for (std::string_view t : decltype(op)::onnx_reads) types.push_back(t);
+    };
+    (take(flow), ...);
+  }, control_flow::registered{});
+  std::stable_sort(types.begin(), types.end());
   return types;
+}
+
+// Control-flow ops' forms and readings (control_flow/onnx_flow.hpp), found the same way in their
+// list (control_flow/list.hpp).
+using onnx_flow_form = void (*)(onnx_flow_writer&);
+using onnx_flow_reading = void (*)(onnx_flow_reader&);
+
+inline onnx_flow_form find_onnx_flow_form(std::string_view op) {
+  onnx_flow_form form = nullptr;
+  control_flow::visit(op, [&](auto flow) {
+    if constexpr (requires(onnx_flow_writer& w) { decltype(flow)::write_onnx(w); }) form = &decltype(flow)::write_onnx;
+  });
+  return form;
+}
+
+inline onnx_flow_reading find_onnx_flow_reading(std::string_view type) {
+  onnx_flow_reading reading = nullptr;
+  std::apply([&](auto... flow) {
+    auto take = [&](auto op) {
+      if constexpr (requires(onnx_flow_reader& r) {
+                      decltype(op)::read_onnx(r);
+                      decltype(op)::onnx_reads;
+                    }) {
+        for (std::string_view t : decltype(op)::onnx_reads)
+          if (t == type && !reading) reading = &decltype(op)::read_onnx;
+      }
+    };
+    (take(flow), ...);
+  }, control_flow::registered{});
+  return reading;
 }
 
 // The ONNX form of the op named `op`, or nullptr when it has none (or no such op is listed).

@@ -58,6 +58,9 @@ std::vector<std::size_t> data_offsets(const char* who, const I* idx, const runti
 template <std::size_t Axis>
 struct gather_elements_op : gather_detail::forward_rules<gather_elements_op, gather_elements_backward_op, Axis> {
   static constexpr std::string_view name = "gather_elements";
+  static void write_onnx(onnx_node_writer& w) {
+    w.add("GatherElements", {w.operand(0), w.operand(1)}, {{"axis", w.integer("axis")}}, true);
+  }
   static constexpr std::array<std::string_view, 1> onnx_reads{"GatherElements"};
   static void read_onnx(onnx_node_reader& r) {
     r.result(r.apply(name, {r.input(0), r.input(1)}, {{"axis", r.axis(r.integer("axis", 0), r.rank_of(0))}}));

@@ -125,6 +125,12 @@ struct pad_op : pad_detail::attributes<Mode, Pads...> {
   using pad_detail::attributes<Mode, Pads...>::pads;
   using pad_detail::attributes<Mode, Pads...>::pad_list;
   static constexpr std::string_view name = "pad";
+  // ONNX Pad (opset 11 and later: the pads as an input, the fill 0), mode by name.
+  static void write_onnx(onnx_node_writer& w) {
+    const std::int64_t mode = w.integer("mode");
+    if (mode < 0 || mode > 2) w.refuse("pad mode " + std::to_string(mode));
+    w.add("Pad", {w.operand(0), w.int64s(w.integers("pads"))}, {{"mode", pad_detail::mode_name(std::size_t(mode))}}, true);
+  }
   // ONNX Pad: pads (and, from opset 11, the fill value) as inputs; a fill other than 0 is a where
   // over the padded mask of the operand's extent. Negative pads (crops) are refused.
   static constexpr std::array<std::string_view, 1> onnx_reads{"Pad"};

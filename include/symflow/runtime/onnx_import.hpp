@@ -6,7 +6,8 @@
 //   - floating-point initialisers become parameters holding their values (train them, save them
 //     as a checkpoint); other initialisers, and Constant nodes, become constants;
 //   - each ONNX node is read by the listed op that reads its op type (the op's own file:
-//     expr/onnx_form.hpp), or by one of the importer's compositions for ONNX ops that are not one
+//     expr/onnx_form.hpp; Scan and If by the control-flow ops, whose bodies are imported as
+//     sub-graphs taking the enclosing graph's values they read as operands), or by one of the importer's compositions for ONNX ops that are not one
 //     symflow op (onnx_import_compositions.hpp); its symflow nodes are named in a scope of the ONNX
 //     node's name;
 //   - an ONNX node that cannot be read (an op type, attribute, attribute value or dtype symflow
@@ -62,7 +63,91 @@ inline graph_type input_type(const onnx::ValueInfoProto& v, const onnx_import_li
   return out;
 }
 
+// Reads g's nodes into `values`, in order; a node that cannot be read is added to `problems` and
+// its outputs are poisoned, so that the nodes reading them are not listed again.
+inline void read_nodes(const onnx::GraphProto& g, onnx_value_table& values, std::int64_t opset,
+                       std::vector<std::string>& problems) {
+  if (std::size_t(g.node_size()) > values.limits().max_nodes)
+    throw onnx_import_error("ONNX graph '" + detail::excerpt(g.name()) + "': " + std::to_string(g.node_size()) +
+                            " nodes, more than " + std::to_string(values.limits().max_nodes));
+  for (int k = 0; k < g.node_size(); ++k) {
+    const onnx::NodeProto& node = g.node(k);
+    onnx_import_reader reader(values, node, opset, k);
+    if (reader.reads_poisoned_value()) {
+      reader.poison_outputs();
+      continue;
+    }
+    try {
+      reader.read();
+    } catch (const error& e) {
+      problems.push_back(reader.describe() + ": " + e.what());
+      reader.poison_outputs();
+    }
+  }
+}
+
+// g's outputs as handles; one that no node or input makes is added to `problems`.
+inline std::vector<graph_handle> read_outputs(const onnx::GraphProto& g, onnx_value_table& values,
+                                              std::vector<std::string>& problems) {
+  std::vector<graph_handle> outputs;
+  for (const auto& out : g.output()) {
+    if (values.is_poisoned(out.name())) continue;
+    const std::optional<graph_handle> h = values.find(out.name());
+    if (!h) problems.push_back("output '" + out.name() + "': no node or input produces it");
+    else outputs.push_back(*h);
+  }
+  return outputs;
+}
+
+// The type of a body's declared input given `given` by its node: the ONNX declaration, where it
+// has one, must fit (dtype, rank, extents where both are known); extents it knows fill unknowns.
+inline graph_type body_input_type(const onnx::ValueInfoProto& v, const graph_type& given, const onnx_import_limits& limits) {
+  if (!v.has_type()) return given;
+  const graph_type declared = input_type(v, limits);
+  bool fits = declared.type == given.type && declared.shape.size() == given.shape.size();
+  graph_type out = given;
+  for (std::size_t a = 0; fits && a < out.shape.size(); ++a) {
+    if (declared.shape[a] >= 0 && given.shape[a] >= 0 && declared.shape[a] != given.shape[a]) fits = false;
+    if (out.shape[a] < 0) out.shape[a] = declared.shape[a];
+  }
+  if (!fits)
+    throw onnx_import_error("input '" + v.name() + "' is declared " + graph_type_string(declared) + " and given " +
+                            graph_type_string(given));
+  return out;
+}
+
 }  // namespace onnx_detail
+
+// A graph attribute of the node being read, as a sub-graph of the graph being built.
+inline onnx_imported_body onnx_import_reader::body(std::string_view name, const std::vector<graph_type>& inputs) {
+  const onnx::AttributeProto* a = attribute_of(name, onnx::AttributeProto::GRAPH);
+  if (!a) refuse("it has no graph attribute '" + std::string(name) + "'");
+  const onnx::GraphProto& g = a->g();
+  const std::string who = "its " + std::string(name);
+  if (std::size_t(g.input_size()) != inputs.size())
+    refuse(who + " declares " + std::to_string(g.input_size()) + " inputs; the node gives it " + std::to_string(inputs.size()));
+  graph_builder builder;
+  onnx_value_table table(builder, values_);
+  std::vector<std::string> problems;
+  try {
+    for (const auto& init : g.initializer()) table.add_initializer(init);
+    if (g.sparse_initializer_size() > 0) refuse(who + " has sparse initialisers, which are not read");
+    for (int k = 0; k < g.input_size(); ++k)
+      table.add_input(g.input(k).name(), onnx_detail::body_input_type(g.input(k), inputs[std::size_t(k)], values_.limits()));
+    onnx_detail::read_nodes(g, table, opset_, problems);
+  } catch (const onnx_import_error& e) {
+    refuse(who + ": " + e.what());
+  }
+  const std::vector<graph_handle> outputs = onnx_detail::read_outputs(g, table, problems);
+  if (!problems.empty()) {
+    std::string message = who + " cannot be imported:";
+    for (const auto& p : problems) message += "\n    " + p;
+    refuse(message);
+  }
+  onnx_imported_body out{builder.build(outputs), {}};
+  for (const graph_handle& h : table.outer_scope_values()) out.captured.push_back(h.id);
+  return out;
+}
 
 // The graph value of an ONNX model; onnx_import_error when it cannot be read.
 inline graph from_onnx(const onnx::ModelProto& model, const onnx_import_limits& limits = {}) {
@@ -87,28 +172,8 @@ inline graph from_onnx(const onnx::ModelProto& model, const onnx_import_limits& 
   }
 
   std::vector<std::string> problems;
-  for (int k = 0; k < g.node_size(); ++k) {
-    const onnx::NodeProto& node = g.node(k);
-    onnx_import_reader reader(values, node, *opset, k);
-    if (reader.reads_poisoned_value()) {
-      reader.poison_outputs();
-      continue;
-    }
-    try {
-      reader.read();
-    } catch (const error& e) {
-      problems.push_back(reader.describe() + ": " + e.what());
-      reader.poison_outputs();
-    }
-  }
-
-  std::vector<graph_handle> outputs;
-  for (const auto& out : g.output()) {
-    if (values.is_poisoned(out.name())) continue;
-    const std::optional<graph_handle> h = values.find(out.name());
-    if (!h) problems.push_back("output '" + out.name() + "': no node or input produces it");
-    else outputs.push_back(*h);
-  }
+  read_nodes(g, values, *opset, problems);
+  const std::vector<graph_handle> outputs = read_outputs(g, values, problems);
   if (!problems.empty()) {
     std::string message = "ONNX model: " + std::to_string(problems.size()) + " node" + (problems.size() == 1 ? "" : "s") +
                           " cannot be imported:";

@@ -1,7 +1,7 @@
 #pragma once
-// The ONNX importer's state (onnx_import.hpp): the values of the graph being built by ONNX name,
-// and the reader an op's or a composition's reading of one ONNX node is given
-// (expr/onnx_form.hpp's onnx_node_reader, plus graph handles for the compositions).
+// The reader an op's or a composition's reading of one ONNX node is given while a model is
+// imported (onnx_import.hpp): expr/onnx_form.hpp's onnx_node_reader, ir/control_flow/onnx_flow.hpp's
+// sub-graphs for the control-flow ops, and graph handles for the compositions.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -11,133 +11,13 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "../core/utf8.hpp"
 #include "../io/onnx_tensor.hpp"
 #include "../ir/onnx_forms.hpp"
 #include "builder.hpp"
 #include "interpreter.hpp"
+#include "onnx_import_values.hpp"
 
 namespace symflow {
-
-// Bounds on what an imported model may hold (an ONNX file is untrusted input).
-struct onnx_import_limits {
-  std::uint64_t max_file_bytes = (std::uint64_t(2) << 30) - 1;  // protobuf parses at most 2 GiB
-  std::size_t max_nodes = std::size_t(1) << 20;
-  std::size_t max_tensor_bytes = std::size_t(2) << 30;  // one initialiser or constant
-  std::size_t max_rank = 16;
-  std::size_t max_name_bytes = 4096;
-};
-
-// What an ONNX value name stands for while a model is imported.
-class onnx_value_table {
- public:
-  onnx_value_table(graph_builder& b, const onnx_import_limits& limits) : builder_(b), limits_(limits) {}
-
-  graph_builder& builder() { return builder_; }
-  const onnx_import_limits& limits() const { return limits_; }
-
-  void add_initializer(const onnx::TensorProto& t) {
-    check_name(t.name(), "initialiser");
-    if (initializers_.count(t.name()) || values_.count(t.name()))
-      throw onnx_import_error("initialiser '" + t.name() + "': the name is defined twice");
-    graph_tensor data = from_onnx_tensor(t, "initialiser '" + t.name() + "'", limits_.max_tensor_bytes);
-    if (is_trainable(data)) parameter_names_.insert(t.name());
-    initializers_.emplace(t.name(), std::move(data));
-  }
-  // A constant whose elements may be computed with at import time: not a parameter (weights stay
-  // trainable), and small (shape arithmetic, axes, indices).
-  bool is_foldable(const std::string& name) {
-    if (parameter_names_.count(name)) return false;
-    const graph_tensor* t = constant_data(name);
-    return t && t->element_count() <= fold_limit;
-  }
-  static constexpr std::size_t fold_limit = std::size_t(1) << 16;
-  bool is_initializer(const std::string& name) const { return initializers_.count(name) != 0; }
-  void add_input(const std::string& name, graph_type type) {
-    check_name(name, "input");
-    define(name, builder_.input(name, type.type, std::move(type.shape)));
-  }
-  // A constant's value, kept for readings that need its elements (Reshape's shape, Slice's starts).
-  graph_handle add_constant(const std::string& name, graph_tensor data) {
-    graph_handle h = builder_.constant(data);
-    constant_data_[h.id] = std::move(data);
-    if (!name.empty()) define(name, h);
-    return h;
-  }
-  void define(const std::string& name, graph_handle h) {
-    check_name(name, "value");
-    if (values_.count(name) || initializers_.count(name) || poisoned_.count(name) || shapes_.count(name))
-      throw onnx_import_error("value '" + name + "' is defined twice (ONNX graphs are single assignment)");
-    values_.emplace(name, h);
-  }
-  // A Shape of a value whose extents are not all known: no tensor, but what Expand can read.
-  void define_shape(const std::string& name, graph_handle of) {
-    check_name(name, "value");
-    if (values_.count(name) || initializers_.count(name) || shapes_.count(name))
-      throw onnx_import_error("value '" + name + "' is defined twice (ONNX graphs are single assignment)");
-    shapes_.emplace(name, of);
-  }
-  std::optional<graph_handle> shape_source(const std::string& name) const {
-    const auto it = shapes_.find(name);
-    return it == shapes_.end() ? std::nullopt : std::optional<graph_handle>(it->second);
-  }
-  void poison(const std::string& name) { poisoned_.insert(name); }
-  bool is_poisoned(const std::string& name) const { return poisoned_.count(name) != 0; }
-
-  // The value named `name`: an initialiser becomes a parameter (floating point, not a scalar) or a
-  // constant on first use.
-  std::optional<graph_handle> find(const std::string& name) {
-    if (auto it = values_.find(name); it != values_.end()) return it->second;
-    auto init = initializers_.find(name);
-    if (init == initializers_.end()) return std::nullopt;
-    graph_tensor data = std::move(init->second);
-    initializers_.erase(init);
-    if (is_trainable(data)) {
-      const graph_type t{data.type, data.extents};
-      return values_.emplace(name, builder_.parameter(name, t.type, t.shape, std::move(data))).first->second;
-    }
-    graph_handle h = add_constant("", std::move(data));
-    values_.emplace(name, h);
-    return h;
-  }
-  // The elements of a constant value (an initialiser, a Constant node, or a value an ONNX reading
-  // made a constant), or nullptr.
-  const graph_tensor* constant_data(const std::string& name) {
-    if (auto init = initializers_.find(name); init != initializers_.end()) return &init->second;
-    auto it = values_.find(name);
-    if (it == values_.end()) return nullptr;
-    auto c = constant_data_.find(it->second.id);
-    if (c != constant_data_.end()) return &c->second;
-    // A parameter made from an initialiser keeps its value.
-    if (const graph_leaf* leaf = builder_.leaf(it->second.id); leaf && leaf->value) return &*leaf->value;
-    return nullptr;
-  }
-
- private:
-  // Floating-point initialisers of rank 1 or more are weights (parameters); scalars are the
-  // constants of a formula (exporters, symflow's included, write literals as scalar initialisers).
-  static bool is_trainable(const graph_tensor& t) { return is_floating_dtype(t.type) && !t.extents.empty(); }
-  void check_name(const std::string& name, const char* what) const {
-    if (name.size() > limits_.max_name_bytes)
-      throw onnx_import_error(std::string(what) + " name of " + std::to_string(name.size()) + " bytes, more than " +
-                              std::to_string(limits_.max_name_bytes));
-    // Names travel into the graph value, whose files hold UTF-8 (protobuf does not check ONNX's).
-    if (!detail::valid_utf8(name)) throw onnx_import_error(std::string(what) + " name '" + detail::excerpt(name) + "' is not valid UTF-8");
-  }
-
- public:
-  void check_node_name(const std::string& name) const { check_name(name, "node"); }
-
- private:
-  graph_builder& builder_;
-  onnx_import_limits limits_;
-  std::map<std::string, graph_tensor> initializers_;  // not yet used as a value
-  std::map<std::string, graph_handle> values_;
-  std::map<std::uint32_t, graph_tensor> constant_data_;
-  std::set<std::string> poisoned_;  // outputs of nodes that could not be read
-  std::set<std::string> parameter_names_;  // floating-point initialisers
-  std::map<std::string, graph_handle> shapes_;  // define_shape
-};
 
 class onnx_import_reader;
 // A composition's reading (onnx_import_compositions.hpp).
@@ -145,7 +25,7 @@ using onnx_composition = void (*)(onnx_import_reader&);
 inline onnx_composition find_onnx_composition(std::string_view type);
 
 // One ONNX node being read.
-class onnx_import_reader final : public onnx_node_reader {
+class onnx_import_reader final : public onnx_flow_reader {
  public:
   onnx_import_reader(onnx_value_table& values, const onnx::NodeProto& node, std::int64_t opset, int index)
       : values_(values), node_(node), opset_(opset), index_(index) {}
@@ -171,7 +51,8 @@ class onnx_import_reader final : public onnx_node_reader {
   // understood and every requested output made.
   void read() {
     if (!node_.domain().empty() && node_.domain() != "ai.onnx") refuse("the domain '" + node_.domain() + "' is not read");
-    if (!find_onnx_reading(node_.op_type()) && !find_onnx_composition(node_.op_type()))
+    if (!find_onnx_reading(node_.op_type()) && !find_onnx_flow_reading(node_.op_type()) &&
+        !find_onnx_composition(node_.op_type()))
       refuse("no symflow op or composition reads this ONNX op type");
     for (const auto& in : node_.input())
       if (!in.empty() && !values_.find(in) && !values_.constant_data(in) && !values_.shape_source(in))
@@ -189,6 +70,8 @@ class onnx_import_reader final : public onnx_node_reader {
   // those constants, run, and its outputs become constants that later readings can read.
   bool folds() {
     if (node_.input_size() == 0) return false;
+    for (const auto& a : node_.attribute())  // a body may read any value of the graph
+      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS || a.has_g()) return false;
     for (const auto& in : node_.input())
       if (!in.empty() && !values_.is_foldable(in)) return false;
     return true;
@@ -197,6 +80,7 @@ class onnx_import_reader final : public onnx_node_reader {
   // checked that one of them exists).
   void read_by_op_or_composition() {
     if (const onnx_reading by_op = find_onnx_reading(node_.op_type())) return by_op(*this);
+    if (const onnx_flow_reading by_flow = find_onnx_flow_reading(node_.op_type())) return by_flow(*this);
     find_onnx_composition(node_.op_type())(*this);
   }
   void fold() {
@@ -290,6 +174,20 @@ class onnx_import_reader final : public onnx_node_reader {
       a.push_back({std::move(at.key), std::visit([](auto&& x) { return attribute_value(std::move(x)); }, std::move(at.value))});
     return values_.builder().apply(op, in, std::move(a)).id;
   }
+  // --- onnx_flow_reader ---
+  onnx_imported_body body(std::string_view name, const std::vector<graph_type>& inputs) override;  // onnx_import.hpp
+  value apply_with_bodies(std::string_view op, std::vector<value> operands, std::vector<std::pair<std::string, graph>> bodies,
+                          std::vector<op_attribute> attributes) override {
+    std::vector<graph_handle> in;
+    for (value v : operands) in.push_back(values_.builder().handle(v));
+    std::vector<graph_attribute> a;
+    for (auto& [key, g] : bodies) a.push_back({key, subgraph{std::make_shared<const graph>(std::move(g))}});
+    for (auto& at : attributes)
+      a.push_back({std::move(at.key), std::visit([](auto&& x) { return attribute_value(std::move(x)); }, std::move(at.value))});
+    return values_.builder().apply(op, in, std::move(a)).id;
+  }
+  bool wants_output(std::size_t k) const override { return k < output_count() && !node_.output(int(k)).empty(); }
+
   // (graph_builder::literal refuses a number an integer dtype cannot hold; read() reports it.)
   value scalar(dtype t, double v) override { return values_.builder().literal(v, t).id; }
   void result(value v, std::size_t output) override { results_[output] = values_.builder().handle(v); }
@@ -301,7 +199,6 @@ class onnx_import_reader final : public onnx_node_reader {
   graph_handle operand(std::size_t i) { return handle_of_input(i); }
   void result(const graph_handle& h, std::size_t output = 0) { results_[output] = h; }
   std::size_t output_count() const { return std::size_t(node_.output_size()); }
-  bool wants_output(std::size_t k) const { return k < output_count() && !node_.output(int(k)).empty(); }
   // Input i when it is the Shape of a value whose extents are not all known: that value.
   std::optional<graph_handle> shape_source(std::size_t i) const {
     return has_input(i) ? values_.shape_source(node_.input(int(i))) : std::nullopt;

@@ -1,11 +1,13 @@
 #pragma once
 // cond: one of two sub-graphs, chosen by a boolean at run time.
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "onnx_flow.hpp"
 #include "signature.hpp"
 #include "steps.hpp"
 
@@ -62,6 +64,39 @@ struct cond_flow {
     const bool taken = *static_cast<const bool*>(in[0].data);
     const std::vector<runtime_array> args(in.begin() + 1, in.end());
     copy_value(out, array_of(r.call(body_of(n, taken ? "then_branch" : "else_branch"), args).at(0)), who);
+  }
+
+  // ONNX If: the branches take no inputs and read the operands x from the enclosing graph by name.
+  static void write_onnx(onnx_flow_writer& w) {
+    std::vector<std::optional<std::string>> outer;
+    for (std::size_t k = 1; k < w.operand_count(); ++k) outer.push_back(w.operand(k));
+    w.add_with_bodies("If", {w.operand(0)}, {},
+                      {{"then_branch", "then_branch", outer, {0}}, {"else_branch", "else_branch", outer, {0}}}, {true}, 0);
+  }
+
+  // Reads an If of one output: the values either branch reads from the enclosing graph become
+  // the operands x, each once, and both branches take all of them.
+  static constexpr std::array<std::string_view, 1> onnx_reads{"If"};
+  static void read_onnx(onnx_flow_reader& r) {
+    using value = onnx_node_reader::value;
+    const value pred = r.input(0);
+    if (!is_condition_type(r.type_of(pred))) r.refuse("the condition is " + graph_type_string(r.type_of(pred)) + ", not one bool");
+    onnx_imported_body branches[2] = {r.body("then_branch", {}), r.body("else_branch", {})};
+    std::vector<value> operands{pred};
+    std::vector<call_input> order;
+    for (const onnx_imported_body& b : branches) {
+      if (b.body.outputs.size() != 1)
+        r.refuse("a branch has " + std::to_string(b.body.outputs.size()) + " outputs; an If of one output is read");
+      for (std::size_t k = 0; k < b.captured.size(); ++k) {
+        const graph_leaf& leaf = b.body.inputs[k];
+        if (std::any_of(order.begin(), order.end(), [&](const call_input& c) { return c.name == leaf.name; })) continue;
+        order.push_back({leaf.name, leaf.type});
+        operands.push_back(b.captured[k]);
+      }
+    }
+    r.result(r.apply_with_bodies(name, std::move(operands),
+                                 {{"then_branch", with_inputs(branches[0].body, order)},
+                                  {"else_branch", with_inputs(branches[1].body, order)}}));
   }
 
   // d/d x[k]: cond(pred, x..., g) over the two branches' vector-Jacobian products for input k.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "onnx_flow.hpp"
 #include "signature.hpp"
 #include "steps.hpp"
 
@@ -73,6 +74,51 @@ struct scan_flow {
       copy_value(state, array_of(r.call(body, args).at(0)), who);
       args[0] = state;
     }
+  }
+
+  // ONNX Scan with one state and one scan input: the body takes (state, xs[t]) and gives the next
+  // state twice, as the state and as the scan output, whose stack is the result; the operands c
+  // are read from the enclosing graph by name. Scan's final state (output 0) is left unnamed.
+  static void write_onnx(onnx_flow_writer& w) {
+    std::vector<std::optional<std::string>> outer{std::nullopt, std::nullopt};
+    for (std::size_t k = 2; k < w.operand_count(); ++k) outer.push_back(w.operand(k));
+    w.add_with_bodies("Scan", {w.operand(0), w.operand(1)}, {{"num_scan_inputs", std::int64_t(1)}},
+                      {{"body", "body", std::move(outer), {0, 0}}}, {false, true}, 1);
+  }
+
+  // Reads the Scans this op is: one state, one scan input along axis 0 forwards, and no scan
+  // output or one that is the next state itself (ONNX's own scan tests, and what write_onnx
+  // writes). The values the body reads from the enclosing graph become the operands c.
+  static constexpr std::array<std::string_view, 1> onnx_reads{"Scan"};
+  static void read_onnx(onnx_flow_reader& r) {
+    using value = onnx_node_reader::value;
+    if (r.opset() < 9) r.refuse("Scan before opset 9 (with a batch axis and sequence_lens) is not read");
+    if (r.integer("num_scan_inputs", 0) != 1 || r.input_count() != 2)
+      r.refuse("only a Scan of one state and one scan input is read (" + std::to_string(r.input_count()) +
+               " inputs, num_scan_inputs " + std::to_string(r.integer("num_scan_inputs", 0)) + ")");
+    for (std::string_view key : {"scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"})
+      for (std::int64_t v : r.integers(key, {}))
+        if (v != 0) r.refuse(std::string(key) + " " + std::to_string(v) + " (only axis 0, forwards, is read)");
+    const value init = r.input(0), xs = r.input(1);
+    if (r.extents_of(xs).empty()) r.refuse("the scan input is a scalar");
+    onnx_imported_body b = r.body("body", {r.type_of(init), step_type(r.type_of(xs))});
+    const std::size_t outputs = b.body.outputs.size();
+    if (outputs == 0 || outputs > 2)
+      r.refuse("the body has " + std::to_string(outputs) + " outputs; the state and at most one scan output are read");
+    if (outputs == 2 && b.body.outputs[1] != b.body.outputs[0])
+      r.refuse("its scan output is not the next state (only scans whose scan output is the state are read)");
+    b.body.outputs.resize(1);
+    std::vector<value> operands{init, xs};
+    operands.insert(operands.end(), b.captured.begin(), b.captured.end());
+    const value states = r.apply_with_bodies(name, std::move(operands), {{"body", std::move(b.body)}});
+    if (outputs == 2) r.result(states, 1);
+    if (!r.wants_output(0)) return;
+    // The final state: the last row of [init, states...], which is init after no steps.
+    const value all = r.apply("concat", {r.apply("expand_dims", {init}, {{"axes", std::vector<std::int64_t>{0}}}), states},
+                              {{"axis", std::int64_t(0)}});
+    const value last = r.apply("slice", {r.apply("flip", {all}, {{"axis", std::int64_t(0)}})},
+                               {{"axis", std::int64_t(0)}, {"begin", std::int64_t(0)}, {"end", std::int64_t(1)}});
+    r.result(r.apply("reshape_as", {last, init}), 0);
   }
 
   // d/d operand k: a scan_adjoint node running the body's gradient for k backwards over the steps.

@@ -8,7 +8,12 @@
 // a unigram model gets there; then sample text.
 //
 //   char_lm [--model gru|transformer] [--steps N] [--eval-every N] [--sample N] [--limit-bytes N]
-//           [--seed N] [--data DIR]
+//           [--seed N] [--data DIR] [--export DIR]
+//
+// --export DIR writes the trained model's logits there as a graph value with its parameters
+// (model.json), a batch of held-out windows as its feeds (feed_<input>.npy) and the logits this
+// program computes for them (expected.npy): what `symflow export`, `symflow run` and an ONNX
+// runtime need to check they compute the same (examples/graph_round_trip.cmake).
 //
 // The last lines printed are validation_bpc=X.XXXX unigram_bpc=X.XXXX and the sample.
 #include <cmath>
@@ -22,10 +27,12 @@
 #include <vector>
 
 #include <symflow/data/text.hpp>
+
 #include <symflow/train/metrics.hpp>
 #include <symflow/train/progress.hpp>
 
 #include "char_lm.hpp"
+#include "export_files.hpp"
 
 using namespace symflow;
 using char_lm::batch;
@@ -51,6 +58,7 @@ char_lm::flags parse(int argc, char** argv) {
     else if (flag == "--limit-bytes") f.limit_bytes = number();
     else if (flag == "--seed") f.seed = number();
     else if (flag == "--data") f.data = value;
+    else if (flag == "--export") f.export_dir = value;
     else throw value_error("unknown flag " + std::string(flag));
   }
   if (argc % 2 == 0) throw value_error("every flag takes a value: " + std::string(argv[argc - 1]));
@@ -111,6 +119,11 @@ int main(int argc, char** argv) try {
   }
   std::printf("validation_bpc=%.4f unigram_bpc=%.4f\n", held_out_bpc(), unigram_bits_per_character(train, held_out));
   std::printf("sample:\n%s\n", model.sample(f.sample, f.seed).c_str());
+  if (!f.export_dir.empty()) {
+    const char_lm::model_functions::exported e = model.export_to(held_out);
+    examples::write_export(f.export_dir, e.logits, e.trained, e.feeds, e.expected);
+    std::cerr << "exported the " << f.model << " model to " << f.export_dir << "\n";
+  }
 } catch (const error& e) {
   std::cerr << argv[0] << ": " << e.what() << "\n";
   return 1;

@@ -7,7 +7,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <symflow/core/params.hpp>
+#include <symflow/ir/graph.hpp>
 
 namespace char_lm {
 
@@ -20,7 +24,7 @@ struct flags {
   std::string model = "gru";
   std::size_t steps = 2000, eval_every = 250, sample = 400, limit_bytes = std::size_t(-1);
   std::uint64_t seed = 42;
-  std::string data;
+  std::string data, export_dir;
 };
 
 struct corpus {
@@ -35,6 +39,15 @@ struct model_functions {
   std::function<double(const std::vector<std::int32_t>& text, const std::vector<std::size_t>& starts)> loss;
   // Samples `count` characters after a newline.
   std::function<std::string(std::size_t count, std::uint64_t seed)> sample;
+  // The logits' graph with the trained parameters, feeds from the first windows of `text` and the
+  // logits for them (--export writes them).
+  struct exported {
+    symflow::graph logits;
+    symflow::params trained;
+    std::vector<std::pair<std::string, symflow::graph_tensor>> feeds;
+    symflow::graph_tensor expected;
+  };
+  std::function<exported(const std::vector<std::int32_t>& text)> export_to;
 };
 
 model_functions gru_model(const flags& f);

@@ -71,6 +71,17 @@ char_lm::model_functions char_lm::gru_model(const flags& f) {
     load_windows(text, starts, x, y);
     return double(eval(loss, chars = x, next = y, h0 = *zeros_state, trainer->model())[0]);
   };
+  out.export_to = [=](const std::vector<std::int32_t>& text) {
+    std::vector<std::size_t> starts(batch);
+    for (std::size_t k = 0; k < batch; ++k) starts[k] = k * window;
+    tensor<std::int32_t, shape<dyn, batch>> x;
+    tensor<std::int32_t, shape<dyn>> y;
+    load_windows(text, starts, x, y);
+    const auto expected = eval(logits, chars = x, h0 = *zeros_state, trainer->model());
+    return model_functions::exported{to_graph(logits), trainer->model(),
+                                     {{"chars", runtime_tensor(x).to_graph_tensor()}, {"h0", runtime_tensor(*zeros_state).to_graph_tensor()}},
+                                     runtime_tensor(expected).to_graph_tensor()};
+  };
   // One character at a time: the same cell and layers on a batch of one, carrying the state.
   out.sample = [=](std::size_t count, std::uint64_t seed) {
     auto current = placeholder<"current", std::int32_t, shape<dyn>>();

@@ -2,6 +2,7 @@
 // two pre-norm causal transformer blocks (4-head self-attention and a GELU MLP 4x as wide, each
 // added to its input), a final layer norm and a dense layer to the next character's logits.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
@@ -94,22 +95,38 @@ char_lm::model_functions char_lm::transformer_model(const flags& f) {
     load_windows(text, starts, x, y);
     return double(eval(loss, chars = x, next = y, trainer->model())[0]);
   };
+  // The logits' graph, run by the interpreter for sampling and --export. This model's eval runs as
+  // a runtime program, the graph's lowering, so these are the typed model's logits; a second typed
+  // pass of the model for them would cost this file more compile time than the training step does.
+  const auto logits_graph = std::make_shared<const graph>(to_graph(logits));
+  out.export_to = [=](const std::vector<std::int32_t>& text) {
+    const std::vector<std::size_t> starts{0, window, 2 * window, 3 * window};
+    tensor<std::int32_t, shape<dyn, window>> x;
+    tensor<std::int32_t, shape<dyn>> y;
+    load_windows(text, starts, x, y);
+    runtime_feeds feeds;
+    feeds.emplace("chars", runtime_tensor(x));
+    const runtime_tensor expected = interpreter(*logits_graph).run(feeds, &trainer->model()).at(0);
+    return model_functions::exported{*logits_graph, trainer->model(), {{"chars", feeds.at("chars").to_graph_tensor()}},
+                                     expected.to_graph_tensor()};
+  };
   // The last window characters (newlines at first) as the context; the next character is drawn from
-  // the prediction at its last position. The prediction runs as a graph value in the interpreter,
-  // which compiles nothing per node type: a second typed forward pass of the whole model only for
-  // sampling would cost this file more compile time than the training step does.
+  // the prediction at its last position, softmax(logits / 0.8).
   out.sample = [=](std::size_t count, std::uint64_t seed) {
-    const auto last = reshape<shape<dyn, vocabulary>>(narrow<1>((*m)(chars), window - 1, window));
-    const interpreter predict(to_graph(softmax(last * 1.25f)));  // temperature 0.8
+    const interpreter predict(*logits_graph);
     runtime_feeds feeds;
     feeds.emplace("chars", runtime_tensor(dtype::i32, {1, window}));
     std::int32_t* context = feeds.at("chars").data<std::int32_t>();
     std::fill(context, context + window, ascii_vocabulary::newline);
     std::mt19937_64 engine(seed);
     std::string text;
+    std::vector<double> p(vocabulary);
     for (std::size_t i = 0; i < count; ++i) {
-      const runtime_tensor p = predict.run(feeds, &trainer->model()).at(0);
-      std::discrete_distribution<int> choose(p.data<float>(), p.data<float>() + vocabulary);
+      const runtime_tensor l = predict.run(feeds, &trainer->model()).at(0);
+      const float* last = l.data<float>() + (window - 1) * vocabulary;
+      const float top = *std::max_element(last, last + vocabulary);
+      for (std::size_t k = 0; k < vocabulary; ++k) p[k] = std::exp(1.25 * (double(last[k]) - top));
+      std::discrete_distribution<int> choose(p.begin(), p.end());
       const int c = choose(engine);
       std::copy(context + 1, context + window, context);
       context[window - 1] = c;

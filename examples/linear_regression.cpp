@@ -8,10 +8,12 @@
 // Regression has no accuracy, so test_accuracy is the coefficient of determination on the held-out
 // set, R^2 = 1 - sum((prediction - y)^2) / sum((y - mean(y))^2), floored at 0: the fraction of the
 // targets' variance the line explains. The noise caps it below 1 (about 0.998 here). The last line
-// printed is test_accuracy=0.XXXX.
+// printed is test_accuracy=0.XXXX. --export DIR writes the prediction's graph with the fitted w and b
+// (model.json), the test inputs (feed_x.npy) and the predictions for them (expected.npy).
 #include <cmath>
 
 #include "classifier_training.hpp"
+#include "export_files.hpp"
 
 using namespace symflow;
 
@@ -188,6 +190,12 @@ int run(int argc, char** argv) {
   std::printf("recovered w=%.4f b=%.4f (truth w=%g b=%g): %s\n", fitted_w, fitted_b, double(true_w), double(true_b),
               recovered ? "within 0.05" : "NOT within 0.05");
   std::printf("test_accuracy=%.4f\n", test_r_squared());
+  if (!f.export_dir.empty()) {  // the prediction's graph, the test inputs and the predictions
+    const auto predicted = eval(prediction, x = test.x, model);
+    examples::write_export(f.export_dir, to_graph(prediction), model, {{"x", runtime_tensor(test.x).to_graph_tensor()}},
+                           runtime_tensor(predicted).to_graph_tensor());
+    std::cerr << "exported " << model_name << " to " << f.export_dir << "\n";
+  }
   return recovered ? 0 : exit_not_recovered;
 }
 

@@ -19,8 +19,8 @@ struct scan_flow {
   static constexpr std::string_view file = "scan.hpp";  // for the op reference
   static constexpr std::string_view doc =
       "scan(init, xs, c...), attribute body (a graph): a loop over the leading axis of xs carrying a "
-      "state (jax.lax.scan, ONNX Scan with one state and no scan outputs). Step t calls body(state, "
-      "xs[t], c...) and its one output is the next state, of the state's dtype and extents; the first "
+      "state (jax.lax.scan; ONNX Scan with one state, one scan input and the state as its scan "
+      "output). Step t calls body(state, xs[t], c...) and its one output is the next state, of the state's dtype and extents; the first "
       "state is init. The result stacks the states after each step: [T, state...] for T steps (T = 0 "
       "gives an empty result); its last row is the final state. Operands c are passed unchanged to "
       "every step (the weights of a recurrent cell). The body is a graph without parameters whose "

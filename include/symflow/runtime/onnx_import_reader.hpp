@@ -167,12 +167,7 @@ class onnx_import_reader final : public onnx_flow_reader {
     return a ? a->s() : fallback;
   }
   value apply(std::string_view op, std::vector<value> operands, std::vector<op_attribute> attributes) override {
-    std::vector<graph_handle> in;
-    for (value v : operands) in.push_back(values_.builder().handle(v));
-    std::vector<graph_attribute> a;
-    for (auto& at : attributes)
-      a.push_back({std::move(at.key), std::visit([](auto&& x) { return attribute_value(std::move(x)); }, std::move(at.value))});
-    return values_.builder().apply(op, in, std::move(a)).id;
+    return apply_with_bodies(op, std::move(operands), {}, std::move(attributes));
   }
   // --- onnx_flow_reader ---
   onnx_imported_body body(std::string_view name, const std::vector<graph_type>& inputs) override;  // onnx_import.hpp

@@ -518,6 +518,63 @@ TEST(OnnxImport, MalformedModelsEndInAnImportError) {
   EXPECT_THROW((void)load_onnx(garbage), onnx_import_error);
 }
 
+// y = f(x) through a model-local function in symflow's domain, as the exporter writes compositions.
+onnx::ModelProto function_call(const std::string& function, const std::string& called) {
+  onnx::GraphProto g;
+  add_value(g.mutable_input(), "x", {-1, 3});
+  add_value(g.mutable_output(), "y", {-1, 3});
+  add_node(g, called, {"x"}, {"y"}, "call").set_domain("symflow");
+  onnx::ModelProto m = model_with(g);
+  auto* o = m.add_opset_import();
+  o->set_domain("symflow");
+  o->set_version(1);
+  onnx::FunctionProto& f = *m.add_functions();
+  f.set_name(function);
+  f.set_domain("symflow");
+  f.add_input("x0");
+  f.add_output("y");
+  *f.add_node() = onnx::NodeProto();
+  f.mutable_node(0)->set_op_type("Sqrt");
+  f.mutable_node(0)->add_input("x0");
+  f.mutable_node(0)->add_output("t0");
+  *f.add_node() = onnx::NodeProto();
+  f.mutable_node(1)->set_op_type("Reciprocal");
+  f.mutable_node(1)->add_input("t0");
+  f.mutable_node(1)->add_output("y");
+  return m;
+}
+
+TEST(OnnxImport, AFunctionCallInSymflowsDomainIsReadAsTheOp) {
+  for (const std::string name : {"rsqrt", "rsqrt__2"}) {  // the body is for other runtimes
+    const graph g = from_onnx(function_call(name, name));
+    ASSERT_EQ(g.nodes.size(), 1u) << name;
+    EXPECT_EQ(g.nodes[0].op, "rsqrt") << name;
+    EXPECT_EQ(g.nodes[0].name, "call/rsqrt") << name;
+  }
+  const auto refused = [](const onnx::ModelProto& m, const std::string& why) {
+    const std::string what = import_refusal(m);
+    EXPECT_NE(what.find(why), std::string::npos) << "expected a refusal naming '" << why << "', got: " << what;
+  };
+  refused(function_call("rsqrt", "gelu"), "node 0 'call' (symflow.gelu): the model has no function 'gelu'");
+  refused(function_call("not_an_op", "not_an_op"), "'not_an_op' is not a symflow op with an ONNX form");
+  refused(function_call("rsqrt__x", "rsqrt__x"), "'rsqrt__x' is not a symflow op");
+  refused(function_call("scan", "scan"), "'scan' is not a symflow op");  // control flow needs its bodies
+  {
+    auto m = function_call("rsqrt", "rsqrt");
+    add_int(*m.mutable_graph()->mutable_node(0), "alpha", 1);
+    refused(m, "attributes not supported: 'alpha'");
+  }
+  {
+    auto m = function_call("add", "add");  // two operands, the call gives one: the op's rule says so
+    refused(m, "node 0 'call' (symflow.add)");
+  }
+  {
+    auto m = function_call("rsqrt", "rsqrt");
+    m.mutable_functions(0)->set_domain("com.example");  // a function of another domain is not symflow's
+    refused(m, "the model has no function 'rsqrt' in the domain 'symflow'");
+  }
+}
+
 TEST(OnnxImport, EachOnnxOpTypeIsReadInOnePlace) {
   const std::vector<std::string_view> by_ops = onnx_types_read_by_ops();
   std::set<std::string_view> seen;

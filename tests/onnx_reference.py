@@ -273,13 +273,27 @@ def _fold(f, ins):
     return out
 
 
+def run_nodes(nodes, values, functions):
+    """Runs nodes over values (name -> array); a call of a model-local function runs its body."""
+    for node in nodes:
+        ins = [values[name] for name in node.input]
+        if node.domain:
+            f = functions[(node.domain, node.op_type)]
+            local = dict(zip(f.input, ins))
+            run_nodes(f.node, local, functions)
+            out = local[f.output[0]]
+        elif node.op_type == "Constant":
+            out = numpy_helper.to_array(_attr(node, "value"))
+        else:
+            out = evaluate(node, ins)
+        values[node.output[0]] = np.asarray(out)
+
+
 def run_model(model, inputs):
     values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for info, x in zip(model.graph.input, inputs):
         values[info.name] = x
-    for node in model.graph.node:
-        out = evaluate(node, [values[name] for name in node.input])
-        values[node.output[0]] = np.asarray(out)
+    run_nodes(model.graph.node, values, {(f.domain, f.name): f for f in model.functions})
     return [values[o.name] for o in model.graph.output]
 
 

@@ -11,7 +11,9 @@
 //   - parameters are initialisers holding the values of the given store (a checkpoint: see
 //     train/checkpoint.hpp) or embedded in the graph, else graph inputs; constants are initialisers;
 //   - node names are the scoped names ("dense1/matmul"), and each node's doc_string says where
-//     the model code built it.
+//     the model code built it;
+//   - a composition (an op written as several ONNX nodes) is a call of a model-local function in
+//     the domain "symflow", so that the importer reads it back as the op (io/onnx_writer.hpp).
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -47,7 +49,7 @@ inline onnx::ModelProto to_onnx(const graph& g, const params* weights = nullptr,
   opset->set_version(onnx_opset);
   onnx::GraphProto& out = *model.mutable_graph();
   out.set_name(options.graph_name);
-  std::set<std::string> names;
+  onnx_detail::model_names names{model, {}, {}, {}};
   onnx_detail::model_writer w(g, out, names);
 
   std::uint32_t id = 0;
@@ -97,6 +99,11 @@ inline onnx::ModelProto to_onnx(const graph& g, const params* weights = nullptr,
     throw onnx_error(message);
   }
   onnx_detail::write_outputs(w, g, g.outputs);
+  if (model.functions_size() > 0) {  // compositions written as functions (io/onnx_writer.hpp)
+    auto* functions = model.add_opset_import();
+    functions->set_domain(std::string(onnx_function_domain));
+    functions->set_version(1);
+  }
   return model;
 }
 

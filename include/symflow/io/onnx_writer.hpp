@@ -2,8 +2,15 @@
 // The ONNX exporter's writer (io/onnx.hpp): the ONNX nodes of one graph, or of a control-flow
 // node's body, written one symflow node at a time by each op's form (expr/onnx_form.hpp,
 // ir/control_flow/onnx_flow.hpp), with names unique in the whole model.
+//
+// A form of several ONNX nodes for a node without attributes (gelu: Mul, Erf, Add, Mul) is written
+// as a model-local ONNX function in the domain "symflow", named after the op, whose body is the
+// composition: runtimes inline it, and symflow's importer reads the call back as the op itself,
+// so the round trip keeps the op's own rounding. Nodes of one op whose compositions differ (a
+// constant of another dtype) call functions "op", "op__2", ...
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -39,11 +46,20 @@ inline void set_type(onnx::ValueInfoProto& info, const graph_type& t, const std:
   }
 }
 
+// What the writers of a model's graph and bodies share: the names used in the whole model (a
+// body's names must not repeat the enclosing graph's) and its functions.
+struct model_names {
+  onnx::ModelProto& model;
+  std::set<std::string> used;
+  std::map<std::string, std::string> functions;  // a function's serialised body -> its name
+  std::set<std::string> function_names;
+};
+
 // Writes the ONNX nodes of the graph's nodes, one symflow node at a time.
 class model_writer final : public onnx_flow_writer {
  public:
-  // `used` holds the names of the whole model: a body's names must not repeat the enclosing graph's.
-  model_writer(const graph& g, onnx::GraphProto& out, std::set<std::string>& used) : g_(g), out_(out), used_(used) {}
+  model_writer(const graph& g, onnx::GraphProto& out, model_names& model)
+      : g_(g), out_(out), model_(model), used_(model.used) {}
 
   // The ONNX name of value `id`, unique in the model.
   std::string claim_name(std::string wanted) {
@@ -69,8 +85,22 @@ class model_writer final : public onnx_flow_writer {
   }
   bool wrote_result() const { return wrote_result_; }
 
+  // While a form is captured, its nodes go to a function's body (capture), with local names.
+  void begin_capture(onnx::FunctionProto& f) {
+    capture_ = &f;
+    capture_operands_.clear();
+    for (std::size_t i = 0; i < node_->inputs.size(); ++i) capture_operands_.push_back("x" + std::to_string(i));
+    capture_names_ = 0;
+    wrote_result_ = false;
+  }
+  void end_capture() { capture_ = nullptr; }
+  // The captured form as a call of a function (reused when an earlier node's composition was the same).
+  void call_function(onnx::FunctionProto f);
+
   std::size_t operand_count() const override { return node_->inputs.size(); }
-  const std::string& operand(std::size_t i) const override { return name_of(node_->inputs.at(i)); }
+  const std::string& operand(std::size_t i) const override {
+    return capture_ ? capture_operands_.at(i) : name_of(node_->inputs.at(i));
+  }
   dtype operand_dtype(std::size_t i) const override { return g_.type_of(node_->inputs.at(i)).type; }
   std::vector<std::int64_t> operand_extents(std::size_t i) const override {
     return g_.type_of(node_->inputs.at(i)).shape;
@@ -88,6 +118,15 @@ class model_writer final : public onnx_flow_writer {
 
   std::string add(std::string_view op_type, std::vector<std::string> inputs, std::vector<onnx_attribute> attributes,
                   bool result) override {
+    if (capture_) {
+      onnx::NodeProto& n = *capture_->add_node();
+      n.set_op_type(std::string(op_type));
+      for (auto& in : inputs) n.add_input(std::move(in));
+      n.add_output(result ? "y" : "t" + std::to_string(capture_names_++));
+      for (const onnx_attribute& a : attributes) add_attribute(n, a);
+      if (result) wrote_result_ = true;
+      return n.output(0);
+    }
     onnx::NodeProto& n = *out_.add_node();
     n.set_op_type(std::string(op_type));
     const std::string& base = name_of(id_);
@@ -103,24 +142,22 @@ class model_writer final : public onnx_flow_writer {
   }
 
   std::string int64s(const std::vector<std::int64_t>& values) override {
+    if (capture_)
+      return captured_constant([&](onnx::TensorProto& t) {
+        set_tensor(t, "", dtype::i64, {std::int64_t(values.size())}, values.data(), values.size() * sizeof(std::int64_t));
+      });
     const std::string name = claim_name(name_of(id_) + "/constant");
     set_tensor(*out_.add_initializer(), name, dtype::i64, {std::int64_t(values.size())}, values.data(),
                values.size() * sizeof(std::int64_t));
     return name;
   }
   std::string scalar(dtype t, double value) override {
+    if (capture_) return captured_constant([&](onnx::TensorProto& out) { set_scalar(out, "", t, value); });
     const std::string name = claim_name(name_of(id_) + "/constant");
     add_scalar(name, t, value);
     return name;
   }
-  void add_scalar(const std::string& name, dtype t, double value) {
-    unsigned char bytes[8] = {};
-    visit_compute_dtype(t, [&](auto zero) {  // literals and constants of a form: compute dtypes
-      const decltype(zero) v = static_cast<decltype(zero)>(value);
-      std::memcpy(bytes, &v, sizeof v);
-    });
-    set_tensor(*out_.add_initializer(), name, t, {}, bytes, dtype_size(t));
-  }
+  void add_scalar(const std::string& name, dtype t, double value) { set_scalar(*out_.add_initializer(), name, t, value); }
 
   const graph& body(std::string_view key) const override { return control_flow::body_of(*node_, key); }
   std::vector<std::string> add_with_bodies(std::string_view op_type, std::vector<std::string> inputs,
@@ -151,16 +188,60 @@ class model_writer final : public onnx_flow_writer {
     }
   }
   node_attributes attributes() const { return node_attributes(*node_); }
+  static void set_scalar(onnx::TensorProto& out, const std::string& name, dtype t, double value) {
+    unsigned char bytes[8] = {};
+    visit_compute_dtype(t, [&](auto zero) {  // literals and constants of a form: compute dtypes
+      const decltype(zero) v = static_cast<decltype(zero)>(value);
+      std::memcpy(bytes, &v, sizeof v);
+    });
+    set_tensor(out, name, t, {}, bytes, dtype_size(t));
+  }
+  // A constant inside a function's body: a Constant node (a function has no initialisers).
+  template <class Fill>
+  std::string captured_constant(Fill fill) {
+    onnx::NodeProto& n = *capture_->add_node();
+    n.set_op_type("Constant");
+    n.add_output("c" + std::to_string(capture_names_++));
+    onnx::AttributeProto& a = *n.add_attribute();
+    a.set_name("value");
+    a.set_type(onnx::AttributeProto::TENSOR);
+    fill(*a.mutable_t());
+    return n.output(0);
+  }
 
   const graph& g_;
   onnx::GraphProto& out_;
+  model_names& model_;
   std::set<std::string>& used_;
+  onnx::FunctionProto* capture_ = nullptr;
+  std::vector<std::string> capture_operands_;
+  std::size_t capture_names_ = 0;
   std::vector<std::string> names_;
   const graph_node* node_ = nullptr;
   std::uint32_t id_ = 0;
   bool wrote_result_ = false;
 };
 
+
+// Writes a node's form as a function call when it is a composition (several nodes other than
+// Constants) and the node has no attributes (the call carries none); false when it is not.
+inline bool write_as_function(model_writer& w, const graph_node& node, onnx_form form) {
+  if (!node.attributes.empty()) return false;
+  onnx::FunctionProto f;
+  w.begin_capture(f);
+  try {
+    form(w);
+  } catch (const error&) {  // written again outside the capture, which reports the refusal
+    w.end_capture();
+    return false;
+  }
+  w.end_capture();
+  int computing = 0;
+  for (const auto& n : f.node()) computing += n.op_type() != "Constant";
+  if (computing < 2 || !w.wrote_result()) return false;
+  w.call_function(std::move(f));
+  return true;
+}
 
 // Writes the ONNX nodes of g's nodes (w has named g's leaves and constants); every node that has
 // no form, or whose form refuses it, is added to `problems`.
@@ -181,6 +262,8 @@ inline void write_nodes(model_writer& w, const graph& g, std::vector<std::string
       continue;
     }
     try {
+      if (form && write_as_function(w, node, form)) continue;
+      w.begin(node, id - 1);
       if (form) form(w);
       else flow(w);
       if (!w.wrote_result()) problems.push_back("node '" + node.name + "': the ONNX form of '" + node.op + "' wrote no result");
@@ -246,7 +329,7 @@ inline std::vector<std::string> model_writer::add_with_bodies(std::string_view o
     a.set_type(onnx::AttributeProto::GRAPH);
     onnx::GraphProto& proto = *a.mutable_g();
     proto.set_name(base + "/" + b.key);
-    model_writer inner(g, proto, used_);
+    model_writer inner(g, proto, model_);
     for (std::uint32_t k = 0; k < g.inputs.size(); ++k) {
       if (b.outer[k]) {
         inner.set_name(k, *b.outer[k]);
@@ -275,6 +358,34 @@ inline std::vector<std::string> model_writer::add_with_bodies(std::string_view o
     throw onnx_error(message);
   }
   return outputs;
+}
+
+inline void model_writer::call_function(onnx::FunctionProto f) {
+  for (std::size_t i = 0; i < capture_operands_.size(); ++i) f.add_input(capture_operands_[i]);
+  f.add_output("y");
+  f.set_domain(std::string(onnx_function_domain));
+  auto* opset = f.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  const std::string key = f.SerializeAsString();  // before it is named: same body, same function
+  auto found = model_.functions.find(key);
+  if (found == model_.functions.end()) {
+    std::string name = node_->op;
+    for (int k = 2; model_.function_names.count(name); ++k) name = node_->op + "__" + std::to_string(k);
+    model_.function_names.insert(name);
+    f.set_name(name);
+    f.set_doc_string("symflow's " + node_->op + " (symflow reads a call of it back as the op)");
+    *model_.model.add_functions() = std::move(f);
+    found = model_.functions.emplace(key, name).first;
+  }
+  onnx::NodeProto& n = *out_.add_node();
+  n.set_op_type(found->second);
+  n.set_domain(std::string(onnx_function_domain));
+  n.set_name(name_of(id_));
+  for (std::uint32_t in : node_->inputs) n.add_input(name_of(in));
+  n.add_output(name_of(id_));
+  if (node_->where.line) n.set_doc_string(node_->where.file + ":" + std::to_string(node_->where.line));
+  wrote_result_ = true;
 }
 
 }  // namespace onnx_detail

@@ -14,6 +14,11 @@ namespace symflow {
 
 using onnx_form = void (*)(onnx_node_writer&);
 
+// The ONNX domain of the model-local functions that stand for symflow ops whose forms are
+// compositions (version 1): the exporter writes a call of function "gelu" (or "gelu__2", ...) for
+// such a node, the importer reads the call back as the op.
+inline constexpr std::string_view onnx_function_domain = "symflow";
+
 namespace detail {
 // An op whose form is one ONNX node over the same operands, in order.
 template <class Op>

@@ -10,6 +10,8 @@
 //     sub-graphs taking the enclosing graph's values they read as operands), or by one of the importer's compositions for ONNX ops that are not one
 //     symflow op (onnx_import_compositions.hpp); its symflow nodes are named in a scope of the ONNX
 //     node's name;
+//   - a call of a model-local function in the domain "symflow" (what symflow's exporter writes for
+//     an op whose form is a composition: io/onnx_writer.hpp) is read as that op;
 //   - an ONNX node that cannot be read (an op type, attribute, attribute value or dtype symflow
 //     does not have, or operands that do not fit the op's rules) is listed in one onnx_import_error
 //     with every other such node; nodes that only read its outputs are not listed again.
@@ -163,6 +165,13 @@ inline graph from_onnx(const onnx::ModelProto& model, const onnx_import_limits& 
 
   graph_builder builder;
   onnx_value_table values(builder, limits);
+  if (std::size_t(model.functions_size()) > limits.max_nodes)
+    throw onnx_import_error("ONNX model: " + std::to_string(model.functions_size()) + " functions, more than " +
+                            std::to_string(limits.max_nodes));
+  std::set<std::string> functions;  // calls of these read back as symflow ops (io/onnx_writer.hpp)
+  for (const auto& f : model.functions())
+    if (f.domain() == onnx_function_domain) functions.insert(f.name());
+  values.set_functions(&functions);
   for (const auto& init : g.initializer()) values.add_initializer(init);
   for (const auto& sparse : g.sparse_initializer())
     throw onnx_import_error("initialiser '" + sparse.values().name() + "': sparse initialisers are not read");

@@ -11,6 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "../core/excerpt.hpp"
 #include "../io/onnx_tensor.hpp"
 #include "../ir/onnx_forms.hpp"
 #include "builder.hpp"
@@ -50,10 +51,18 @@ class onnx_import_reader final : public onnx_flow_reader {
   // Reads the node: its op's or composition's reading, then the checks that every attribute was
   // understood and every requested output made.
   void read() {
-    if (!node_.domain().empty() && node_.domain() != "ai.onnx") refuse("the domain '" + node_.domain() + "' is not read");
-    if (!find_onnx_reading(node_.op_type()) && !find_onnx_flow_reading(node_.op_type()) &&
-        !find_onnx_composition(node_.op_type()))
+    if (is_function_call()) {
+      if (!values_.has_function(node_.op_type()))
+        refuse("the model has no function '" + detail::excerpt(node_.op_type()) + "' in the domain '" +
+               std::string(onnx_function_domain) + "'");
+      if (!find_onnx_form(function_op()))
+        refuse("'" + detail::excerpt(function_op()) + "' is not a symflow op with an ONNX form");
+    } else if (!node_.domain().empty() && node_.domain() != "ai.onnx") {
+      refuse("the domain '" + node_.domain() + "' is not read");
+    } else if (!find_onnx_reading(node_.op_type()) && !find_onnx_flow_reading(node_.op_type()) &&
+               !find_onnx_composition(node_.op_type())) {
       refuse("no symflow op or composition reads this ONNX op type");
+    }
     for (const auto& in : node_.input())
       if (!in.empty() && !values_.find(in) && !values_.constant_data(in) && !values_.shape_source(in))
         refuse("input '" + in + "' is not defined before it");
@@ -79,13 +88,32 @@ class onnx_import_reader final : public onnx_flow_reader {
   // The listed op's reading of this node's op type, else the importer's composition (read() has
   // checked that one of them exists).
   void read_by_op_or_composition() {
+    if (is_function_call()) return read_function_call();
     if (const onnx_reading by_op = find_onnx_reading(node_.op_type())) return by_op(*this);
     if (const onnx_flow_reading by_flow = find_onnx_flow_reading(node_.op_type())) return by_flow(*this);
     find_onnx_composition(node_.op_type())(*this);
   }
+  // A call of a function that symflow's exporter wrote for an op whose form is a composition
+  // (io/onnx_writer.hpp): the op itself, over the call's inputs. The function's body is what other
+  // runtimes compute; the op's own rules check the operands.
+  bool is_function_call() const { return node_.domain() == onnx_function_domain; }
+  std::string function_op() const {  // "gelu__2" -> "gelu"
+    const std::string& name = node_.op_type();
+    const std::size_t mark = name.rfind("__");
+    if (mark == std::string::npos || mark + 2 == name.size()) return name;
+    for (std::size_t i = mark + 2; i < name.size(); ++i)
+      if (name[i] < '0' || name[i] > '9') return name;
+    return name.substr(0, mark);
+  }
+  void read_function_call() {
+    std::vector<value> operands;
+    for (std::size_t i = 0; i < input_count(); ++i) operands.push_back(input(i));
+    result(apply(function_op(), std::move(operands), {}), 0);
+  }
   void fold() {
     graph_builder scratch_builder;
     onnx_value_table scratch(scratch_builder, values_.limits());
+    scratch.set_functions(values_.functions());
     for (const auto& in : node_.input())
       if (!in.empty() && !scratch.find(in)) scratch.add_constant(in, *values_.constant_data(in));
     onnx_import_reader inner(scratch, node_, opset_, index_);

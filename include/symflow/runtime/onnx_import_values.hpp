@@ -34,7 +34,7 @@ class onnx_value_table {
   // does not define is looked up there and captured (outer_scope_values). Its initialisers are
   // constants: a sub-graph has no parameters.
   onnx_value_table(graph_builder& b, onnx_value_table& outer)
-      : builder_(b), limits_(outer.limits_), outer_(&outer), depth_(outer.depth_ + 1) {
+      : builder_(b), limits_(outer.limits_), functions_(outer.functions_), outer_(&outer), depth_(outer.depth_ + 1) {
     if (depth_ > limits_.max_body_depth)
       throw onnx_import_error("sub-graphs nested more than " + std::to_string(limits_.max_body_depth) + " deep");
   }
@@ -44,6 +44,11 @@ class onnx_value_table {
 
   graph_builder& builder() { return builder_; }
   const onnx_import_limits& limits() const { return limits_; }
+
+  // The model's functions in symflow's domain (ir/onnx_forms.hpp: onnx_function_domain), by name.
+  void set_functions(const std::set<std::string>* names) { functions_ = names; }
+  const std::set<std::string>* functions() const { return functions_; }
+  bool has_function(const std::string& name) const { return functions_ && functions_->count(name); }
 
   void add_initializer(const onnx::TensorProto& t) {
     check_name(t.name(), "initialiser");
@@ -154,6 +159,7 @@ class onnx_value_table {
  private:
   graph_builder& builder_;
   onnx_import_limits limits_;
+  const std::set<std::string>* functions_ = nullptr;
   std::map<std::string, graph_tensor> initializers_;  // not yet used as a value
   std::map<std::string, graph_handle> values_;
   std::map<std::uint32_t, graph_tensor> constant_data_;

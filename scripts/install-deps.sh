@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libeigen3-dev libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
           nlohmann-json3-dev zlib1g-dev python3 python3-numpy
           python3-protobuf python3-crcmod protobuf-compiler libprotobuf-dev libonnx-dev python3-onnx libonnx-testdata
+          libopenmpi-dev openmpi-bin
           clang-14 libclang-rt-14-dev
           dataset-fashion-mnist fortunes)
 missing=()

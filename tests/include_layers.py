@@ -6,9 +6,11 @@ line and both layers, on an #include of a header in a higher layer. The layers, 
 folder may include its own layer and any below it):
 
   core -> expr -> ops -> symbolic -> ir -> io -> eval -> runtime -> cuda -> debug -> data -> train -> nn
+  -> distributed
 
 (the order of ../shared/ARCHITECTURE.md; data/ holds the dataset readers training uses; nn/, the layer
-objects and the training step, stands on train/)
+objects and the training step, stands on train/; distributed/, data-parallel training over MPI, on
+all of them)
 
 symflow.hpp, the *_definitions.hpp recipes and graph/ (the graph value's umbrella header and the
 former paths of moved headers, each forwarding to the new one) sit above them all: nothing in a
@@ -23,7 +25,8 @@ import re
 import sys
 import tempfile
 
-LAYERS = ["core", "expr", "ops", "symbolic", "ir", "io", "eval", "runtime", "cuda", "debug", "data", "train", "nn"]
+LAYERS = ["core", "expr", "ops", "symbolic", "ir", "io", "eval", "runtime", "cuda", "debug", "data", "train", "nn",
+          "distributed"]
 TOP = len(LAYERS)  # the umbrella headers, the separate-compilation recipes and former paths
 ABOVE_ALL = ["graph"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -2,7 +2,9 @@
 // What the Fashion-MNIST classifier examples share: their command line, loading and standardising
 // the data, the training loop (progress bar per epoch, optimiser step, checkpoint after each
 // epoch and resuming from it, TensorBoard summaries with --logdir) and the test accuracy they end with. Each example supplies only its
-// model: placeholders, variables, initial values and the logits expression.
+// model: placeholders, variables, initial values and the logits expression. With --distributed
+// (under mpirun) the ranks split each batch and sum their gradients (data_parallel.hpp): the same
+// steps as one process, up to float rounding; rank 0 prints, logs, checkpoints and exports.
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -11,11 +13,14 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <variant>
+
+#include <omp.h>
 
 #include <symflow/data/mnist.hpp>
 #include <symflow/data/normalize.hpp>
@@ -27,92 +32,10 @@
 #include <symflow/train/all.hpp>
 #include <symflow/train/checkpoint.hpp>
 
+#include "data_parallel.hpp"
+#include "training_flags.hpp"
+
 namespace symflow::examples {
-
-// ctest's SKIP_RETURN_CODE: the data set is not installed.
-inline constexpr int exit_no_dataset = 77;
-inline constexpr int exit_usage = 2;
-
-struct training_flags {
-  std::size_t epochs = 5;
-  std::size_t batch = 128;
-  std::string data = std::string(fashion_mnist_directory);
-  std::string device = "cpu";
-  std::string checkpoint;
-  std::string logdir;               // TensorBoard summaries; none when empty
-  std::string export_dir;           // the trained inference model as a graph value; none when empty
-  std::size_t log_every = 50;       // batches between batch-level scalars
-  std::size_t limit = all_examples;
-  std::size_t stop_after = 0;       // stop after this epoch, as if interrupted (0: run all --epochs)
-  double learning_rate = 1e-3;
-  std::string optimizer = "adam";
-  std::uint64_t seed = 42;
-};
-
-class usage_error : public error {
- public:
-  using error::error;
-};
-
-inline std::string usage(std::string_view program, const training_flags& d) {
-  return "usage: " + std::string(program) +
-         " [--epochs N] [--batch N] [--data DIR] [--device cpu|cuda] [--checkpoint PATH] [--limit N]\n"
-         "       [--lr RATE] [--optimizer sgd|momentum|adam] [--seed N] [--logdir DIR] [--log-every N] [--stop-after N]\n"
-         "       [--export DIR]\n"
-         "defaults: --epochs " + std::to_string(d.epochs) + " --batch " + std::to_string(d.batch) + " --data " + d.data +
-         " --lr " + std::to_string(d.learning_rate) + " --optimizer " + d.optimizer + " --seed " + std::to_string(d.seed) +
-         "\n--checkpoint PATH saves after every epoch and resumes from PATH when it exists;\n"
-         "--limit N trains and tests on the first N examples of each split (quick runs);\n"
-         "--stop-after N ends the run after epoch N as if it were interrupted (the schedule still spans --epochs);\n"
-         "--logdir DIR writes TensorBoard summaries there: loss and accuracy every --log-every batches\n"
-         "(default " + std::to_string(d.log_every) + ") and per epoch, test accuracy, parameter histograms, the model's graph;\n"
-         "--export DIR writes the trained inference model there: model.json (the logits' graph), model.safetensors\n"
-         "(its parameters), and test_images.npy, test_labels.npy, test_logits.npy (the first test batch, standardised,\n"
-         "and the typed model's logits for it); `symflow export DIR/model.json DIR/model.onnx --params\n"
-         "DIR/model.safetensors` makes an ONNX model of it (docs/onnx.md).\n";
-}
-
-inline training_flags parse_flags(int argc, char** argv, training_flags flags) {
-  auto number = [](std::string_view flag, const char* text) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-') throw usage_error(std::string(flag) + " needs a non-negative integer, got '" + text + "'");
-    return std::size_t(v);
-  };
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") throw usage_error("");
-    if (i + 1 >= argc) throw usage_error("unknown flag or missing value: " + std::string(flag));
-    const char* value = argv[++i];
-    if (flag == "--epochs") flags.epochs = number(flag, value);
-    else if (flag == "--batch") flags.batch = number(flag, value);
-    else if (flag == "--data") flags.data = value;
-    else if (flag == "--device") flags.device = value;
-    else if (flag == "--checkpoint") flags.checkpoint = value;
-    else if (flag == "--logdir") flags.logdir = value;
-    else if (flag == "--export") flags.export_dir = value;
-    else if (flag == "--log-every") flags.log_every = number(flag, value);
-    else if (flag == "--limit") flags.limit = number(flag, value);
-    else if (flag == "--seed") flags.seed = number(flag, value);
-    else if (flag == "--stop-after") flags.stop_after = number(flag, value);
-    else if (flag == "--optimizer") flags.optimizer = value;
-    else if (flag == "--lr") {
-      char* end = nullptr;
-      flags.learning_rate = std::strtod(value, &end);
-      if (end == value || *end || !(flags.learning_rate > 0)) throw usage_error(std::string("--lr needs a positive number, got '") + value + "'");
-    } else {
-      throw usage_error("unknown flag: " + std::string(flag));
-    }
-  }
-  if (flags.batch == 0) throw usage_error("--batch must be at least 1");
-  if (flags.limit == 0) throw usage_error("--limit must be at least 1");
-  if (flags.log_every == 0) throw usage_error("--log-every must be at least 1");
-  if (flags.device != "cpu" && flags.device != "cuda") throw usage_error("--device is cpu or cuda, got '" + flags.device + "'");
-  if (flags.optimizer != "sgd" && flags.optimizer != "momentum" && flags.optimizer != "adam")
-    throw usage_error("--optimizer is sgd, momentum or adam, got '" + flags.optimizer + "'");
-  return flags;
-}
 
 using any_optimizer = std::variant<sgd, momentum, adam>;
 
@@ -160,19 +83,24 @@ auto make_classifier(std::string name, X images, Y labels, Logits logits, std::t
 }
 
 // In batches of `batch` examples: a convolutional model's activations for the whole test split
-// would take gigabytes.
+// would take gigabytes. Each rank counts its share of the split.
 template <class Logits, class X>
 double test_accuracy(const Logits& logits, const X& images, const image_split& test, const params& model,
-                     std::size_t batch = 1000) {
-  if (test.size() == 0) return 0.0;
-  const batch_plan plan(test.size(), batch);
+                     training_ranks& ranks, std::size_t batch = 1000) {
+  const rows_of_mine mine = ranks.rows(test.size());
   image_batch b;
   accuracy_counter counter;
-  for (std::size_t i = 0; i < plan.batch_count(); ++i) {
-    load_batch(test, plan, i, b);
+  std::vector<std::size_t> rows;
+  for (std::size_t begin = mine.begin; begin < mine.end; begin += batch) {
+    rows.resize(std::min(batch, mine.end - begin));
+    std::iota(rows.begin(), rows.end(), begin);
+    gather_rows(test.images, rows, b.images);
+    gather_rows(test.labels, rows, b.labels);
     counter.add(eval(logits, images = b.images, model), b.labels);
   }
-  return counter.accuracy();
+  double counts[2] = {double(counter.correct()), double(counter.seen())};
+  ranks.sum(counts, 2, "test accuracy counts");
+  return counts[1] ? counts[0] / counts[1] : 0.0;
 }
 
 // One dropout seed per optimiser step (splitmix64 of the run seed and the step).
@@ -214,7 +142,7 @@ void export_model(const std::filesystem::path& dir, const Model& m, const image_
 }
 
 template <class Model>
-int run_training(int argc, char** argv, const Model& m, const training_flags& defaults) {
+int run_training(int argc, char** argv, const Model& m, const training_flags& defaults, training_ranks& ranks) {
   training_flags f;
   try {
     f = parse_flags(argc, argv, defaults);
@@ -223,6 +151,10 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
     std::cerr << usage(argv[0], defaults);
     return *e.what() ? exit_usage : 0;
   }
+  if (f.distributed) ranks.start_distributed(argc, argv);
+  if (f.threads) omp_set_num_threads(int(f.threads));
+  std::ostream quiet(nullptr);  // what the ranks other than 0 would print
+  std::ostream& note = ranks.is_root() ? std::cerr : quiet;
   if (f.device == "cuda") {
     std::cerr << argv[0] << ": --device cuda: the training examples are built for the CPU backend only "
                  "(a CUDA training step is in tests/cuda/training_test.cu); use --device cpu\n";
@@ -241,10 +173,10 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
 
   // The fused op: one pass per row forward and back, where log_softmax(logits) * one_hot(labels) would
   // reach the logits four times and derive four adjoints for them.
-  const auto loss_at = [&](std::uint64_t step) {
-    return mean(softmax_cross_entropy(m.training_logits(step_seed(f.seed, step)), m.labels));
+  const auto loss_at = [&](std::uint64_t mask_seed) {
+    return mean(softmax_cross_entropy(m.training_logits(mask_seed), m.labels));
   };
-  const auto loss = loss_at(0);
+  const auto loss = loss_at(step_seed(f.seed, 0));
   auto gradients = std::apply(
       [](const auto&... v) {
         return std::tuple{tensor<typename std::remove_cvref_t<decltype(v)>::value_type,
@@ -258,7 +190,9 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
 
   params model, state;
   std::size_t first_epoch = 0;
-  if (!f.checkpoint.empty() && std::filesystem::exists(f.checkpoint)) {
+  if (!ranks.is_root()) {
+    // rank 0's model, state and epoch come below
+  } else if (!f.checkpoint.empty() && std::filesystem::exists(f.checkpoint)) {
     const checkpoint c = load_checkpoint(f.checkpoint);
     const auto recorded = [&](const std::string& key) {
       const auto it = c.metadata.find(key);
@@ -270,7 +204,7 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
     model = c.part("model/");
     state = c.part("optimizer/");
     first_epoch = std::stoull(recorded("epoch"));
-    std::cerr << "resuming from " << f.checkpoint << " after epoch " << first_epoch << " (step "
+    note << "resuming from " << f.checkpoint << " after epoch " << first_epoch << " (step "
               << optimizer_step(state) << ")\n";
   } else {
     std::mt19937_64 engine(f.seed);
@@ -278,15 +212,16 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
     state = std::visit([&](const auto& o) { return std::apply([&](const auto&... v) { return o.initial_state(model, v...); }, m.variables); },
                        optimizer);
   }
+  ranks.share(model, state, first_epoch);  // every rank starts from rank 0's values
 
-  std::cerr << m.name << ": " << data.train.size() << " training and " << data.test.size() << " test examples, batch "
+  note << m.name << ": " << data.train.size() << " training and " << data.test.size() << " test examples, batch "
             << f.batch << ", " << optimizer_name << " lr " << f.learning_rate << " (cosine decay), " << f.epochs
-            << " epochs\n";
+            << " epochs" << (ranks.distributed() ? " on " + std::to_string(ranks.size()) + " ranks" : std::string()) << "\n";
 
   // Every summary is stepped by the optimiser's update count, so the batch and epoch curves share an
   // axis and a resumed run continues its curves where the checkpoint left them.
   std::optional<tensorboard::summary_writer> log;
-  if (!f.logdir.empty()) {
+  if (!f.logdir.empty() && ranks.is_root()) {
     log.emplace(f.logdir);
     const auto step = std::int64_t(optimizer_step(state));
     log->add_graph(to_graph(loss));
@@ -303,35 +238,48 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
   const std::size_t last_epoch = f.stop_after ? std::min(f.stop_after, f.epochs) : f.epochs;
   for (std::size_t epoch = first_epoch; epoch < last_epoch; ++epoch) {
     const batch_plan plan(data.train.size(), f.batch, epoch_seed(f.seed, epoch));
-    epoch_progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(f.epochs), plan.batch_count());
+    epoch_progress progress("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(f.epochs), plan.batch_count(), note);
     running_mean mean_loss;
-    accuracy_counter train_accuracy;
+    double correct = 0, seen = 0;
     for (std::size_t b = 0; b < plan.batch_count(); ++b) {
-      load_batch(data.train, plan, b, batch);
-      const auto step_loss = loss_at(optimizer_step(state));
-      std::apply(
-          [&](auto&... g) {
-            std::apply(
-                [&](const auto&... v) {
-                  eval_into(std::tie(batch_loss, batch_logits, g...), step_loss,
-                            m.training_logits(step_seed(f.seed, optimizer_step(state))), grad(step_loss, v)...,
-                            m.images = batch.images, m.labels = batch.labels, model);
-                },
-                m.variables);
-          },
-          gradients);
+      const std::span<const std::size_t> rows = plan.batch(b);
+      const rows_of_mine mine = ranks.rows(rows.size());  // all of them in one process
+      // A dropout mask per rank: each draws its rows' masks from its own stream.
+      const std::uint64_t masks = step_seed(f.seed, optimizer_step(state)) ^ (0x9E3779B97F4A7C15ull * std::uint64_t(ranks.rank()));
+      double sums[3] = {0, 0, double(mine.size())};  // loss x rows, correct predictions, rows
+      if (mine.size()) {
+        gather_rows(data.train.images, rows.subspan(mine.begin, mine.size()), batch.images);
+        gather_rows(data.train.labels, rows.subspan(mine.begin, mine.size()), batch.labels);
+        const auto step_loss = loss_at(masks);
+        std::apply(
+            [&](auto&... g) {
+              std::apply(
+                  [&](const auto&... v) {
+                    eval_into(std::tie(batch_loss, batch_logits, g...), step_loss, m.training_logits(masks),
+                              grad(step_loss, v)..., m.images = batch.images, m.labels = batch.labels, model);
+                  },
+                  m.variables);
+            },
+            gradients);
+        sums[0] = double(batch_loss[0]) * double(mine.size());
+        sums[1] = double(correct_predictions(batch_logits, batch.labels));
+      }
+      ranks.sum_gradients(gradients, mine.weight());  // a rank without rows sends zeros
+      ranks.sum(sums, 3, "batch loss and accuracy");
       std::visit([&](const auto& o) { o.step(model, state, m.variables, gradients); }, optimizer);
-      mean_loss.add(batch_loss[0], double(batch.labels.size()));
-      train_accuracy.add(batch_logits, batch.labels);
-      progress.update(b + 1, train_accuracy.seen(), mean_loss.mean(), train_accuracy.accuracy());
+      const double batch_mean_loss = ranks.distributed() ? sums[0] / sums[2] : double(batch_loss[0]);
+      mean_loss.add(batch_mean_loss, sums[2]);
+      correct += sums[1];
+      seen += sums[2];
+      progress.update(b + 1, std::size_t(seen), mean_loss.mean(), correct / seen);
       if (log && (b + 1) % f.log_every == 0) {
         const auto step = std::int64_t(optimizer_step(state));
-        log->add_scalar("batch/loss", batch_loss[0], step);
-        log->add_scalar("batch/accuracy", accuracy(batch_logits, batch.labels), step);
+        log->add_scalar("batch/loss", batch_mean_loss, step);
+        log->add_scalar("batch/accuracy", sums[1] / sums[2], step);
       }
     }
     const epoch_summary summary = progress.finish();
-    const double test = test_accuracy(m.logits, m.images, data.test, model);
+    const double test = test_accuracy(m.logits, m.images, data.test, model, ranks);
     if (log) {
       const auto step = std::int64_t(optimizer_step(state));
       log->add_scalar("epoch/train_loss", summary.mean_loss, step);
@@ -341,10 +289,11 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
       log_parameter_histograms(*log, model, m.variables, step);
       log->flush();
     }
-    std::printf("epoch %zu: train loss %.4f, train accuracy %.4f, test accuracy %.4f, %.1f s, %.0f examples/s\n",
-                epoch + 1, summary.mean_loss, summary.accuracy, test, summary.seconds, summary.examples_per_second());
+    if (ranks.is_root())
+      std::printf("epoch %zu: train loss %.4f, train accuracy %.4f, test accuracy %.4f, %.1f s, %.0f examples/s\n",
+                  epoch + 1, summary.mean_loss, summary.accuracy, test, summary.seconds, summary.examples_per_second());
     std::fflush(stdout);
-    if (!f.checkpoint.empty())
+    if (!f.checkpoint.empty() && ranks.is_root())
       save_checkpoint(f.checkpoint, {{"model/", model}, {"optimizer/", state}},
                       {{"model", m.name},
                        {"optimizer", optimizer_name},
@@ -353,18 +302,23 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
                        {"seed", std::to_string(f.seed)},
                        {"batch", std::to_string(f.batch)}});
   }
+  if (ranks.distributed()) note << ranks.exchange_report() << "\n";
   if (log) log->close();  // a failed write surfaces here rather than vanishing in the destructor
-  if (!f.export_dir.empty()) export_model(f.export_dir, m, data.test, model);
-  std::printf("test_accuracy=%.4f\n", test_accuracy(m.logits, m.images, data.test, model));
+  if (!f.export_dir.empty() && ranks.is_root()) export_model(f.export_dir, m, data.test, model);
+  const double final_accuracy = test_accuracy(m.logits, m.images, data.test, model, ranks);
+  if (ranks.is_root()) std::printf("test_accuracy=%.4f\n", final_accuracy);
   return 0;
 }
 
 template <class Model>
 int main_of(int argc, char** argv, const Model& m, const training_flags& defaults) {
+  training_ranks ranks;  // outlives the run: an error is printed before a distributed job ends
   try {
-    return run_training(argc, argv, m, defaults);
+    return run_training(argc, argv, m, defaults, ranks);
   } catch (const error& e) {
-    std::cerr << argv[0] << ": " << e.what() << "\n";
+    std::cerr << argv[0] << (ranks.distributed() ? " (rank " + std::to_string(ranks.rank()) + ")" : std::string()) << ": "
+              << e.what() << "\n";
+    if (ranks.distributed()) ranks.end_job_after_error(1);
     return 1;
   }
 }

@@ -87,7 +87,7 @@ auto make_classifier(std::string name, X images, Y labels, Logits logits, std::t
 template <class Logits, class X>
 double test_accuracy(const Logits& logits, const X& images, const image_split& test, const params& model,
                      training_ranks& ranks, std::size_t batch = 1000) {
-  const rows_of_mine mine = ranks.rows(test.size());
+  const distributed::shard mine = ranks.rows(test.size());
   image_batch b;
   accuracy_counter counter;
   std::vector<std::size_t> rows;
@@ -243,13 +243,13 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
     double correct = 0, seen = 0;
     for (std::size_t b = 0; b < plan.batch_count(); ++b) {
       const std::span<const std::size_t> rows = plan.batch(b);
-      const rows_of_mine mine = ranks.rows(rows.size());  // all of them in one process
+      const distributed::shard mine = ranks.rows(rows.size());
       // A dropout mask per rank: each draws its rows' masks from its own stream.
       const std::uint64_t masks = step_seed(f.seed, optimizer_step(state)) ^ (0x9E3779B97F4A7C15ull * std::uint64_t(ranks.rank()));
       double sums[3] = {0, 0, double(mine.size())};  // loss x rows, correct predictions, rows
       if (mine.size()) {
-        gather_rows(data.train.images, rows.subspan(mine.begin, mine.size()), batch.images);
-        gather_rows(data.train.labels, rows.subspan(mine.begin, mine.size()), batch.labels);
+        gather_rows(data.train.images, mine.of(rows), batch.images);
+        gather_rows(data.train.labels, mine.of(rows), batch.labels);
         const auto step_loss = loss_at(masks);
         std::apply(
             [&](auto&... g) {

@@ -12,6 +12,7 @@
 
 #include <symflow/core/error.hpp>
 #include <symflow/core/params.hpp>
+#include <symflow/distributed/shard.hpp>
 #include <symflow/train/checkpoint.hpp>
 
 #if SYMFLOW_EXAMPLES_MPI
@@ -19,13 +20,6 @@
 #endif
 
 namespace symflow::examples {
-
-// Rows [begin, end) of a batch of `global` rows that this process trains on.
-struct rows_of_mine {
-  std::size_t begin = 0, end = 0, global = 0;
-  std::size_t size() const { return end - begin; }
-  double weight() const { return global ? double(size()) / double(global) : 0.0; }
-};
 
 class training_ranks {
  public:
@@ -65,10 +59,8 @@ class training_ranks {
   // Rank 0 (or the only process) prints, logs, checkpoints and exports.
   bool is_root() const { return rank() == 0; }
 
-  rows_of_mine rows(std::size_t n) const {
-    const std::size_t r = std::size_t(rank()), k = std::size_t(size());
-    return {n * r / k, n * (r + 1) / k, n};
-  }
+  // The rows of a batch of n rows that this process trains on (all of them in one process).
+  distributed::shard rows(std::size_t n) const { return distributed::shard_of(n, rank(), size()); }
 
   // Each rank's gradients, weighted by its share of the batch, summed: the global batch's gradient.
   template <class... G>

@@ -27,6 +27,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "../core/dtype.hpp"
 #include "../core/params.hpp"
 #include "../core/sha256.hpp"
@@ -134,8 +136,10 @@ class gradient_exchange {
   template <class T>
   void pack(const T* g, std::size_t n, double weight, std::size_t& o32, std::size_t& o64) {
     T* out = next<T>(n, o32, o64);
-    const T w = static_cast<T>(weight);
-    for (std::size_t i = 0; i < n; ++i) out[i] = weight == 0 ? T(0) : g[i] * w;
+    using array = Eigen::Array<T, Eigen::Dynamic, 1>;
+    Eigen::Map<array> to(out, Eigen::Index(n));
+    if (weight == 0) to.setZero();  // NaN times 0 would be NaN
+    else to = Eigen::Map<const array>(g, Eigen::Index(n)) * static_cast<T>(weight);  // SIMD whatever the -O level
   }
   template <class T>
   void unpack(T* g, std::size_t n, std::size_t& o32, std::size_t& o64) {

@@ -33,6 +33,9 @@
 #include <exception>
 #include <iostream>
 #include <limits>
+#include <optional>
+#include <utility>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -133,6 +136,25 @@ class communicator {
       return MPI_Iallgather(mine.data(), int(mine.size()), MPI_BYTE, all.data(), int(mine.size()), MPI_BYTE, MPI_COMM_WORLD, r);
     });
     return all;
+  }
+
+  // Compares every rank's `counts` (all of one length) with this rank's: the first rank whose
+  // differ, with its counts, or nothing when all agree. A collective: every rank calls it.
+  std::optional<std::pair<int, std::vector<std::uint64_t>>> first_differing(const std::vector<std::uint64_t>& counts,
+                                                                            const std::string& what) {
+    const std::size_t bytes = counts.size() * sizeof(std::uint64_t);
+    std::vector<unsigned char> mine(bytes);
+    if (bytes) std::memcpy(mine.data(), counts.data(), bytes);
+    const std::vector<unsigned char> all = allgather(mine, what);
+    for (int r = 0; r < size_; ++r) {
+      const unsigned char* theirs = all.data() + std::size_t(r) * bytes;
+      if (bytes && std::memcmp(theirs, mine.data(), bytes) != 0) {
+        std::vector<std::uint64_t> out(counts.size());
+        std::memcpy(out.data(), theirs, bytes);
+        return std::pair{r, std::move(out)};
+      }
+    }
+    return std::nullopt;
   }
 
   void barrier(const std::string& what) {

@@ -109,21 +109,14 @@ class gradient_exchange {
     // mismatch would otherwise pair unrelated elements. (A steady training loop sends the same
     // gradients every step, and the check is a collective of its own.)
     if (verified_ && n32 == f32_.size() && n64 == f64_.size()) return;
+    if (const auto other = c_.first_differing({n32, n64}, "gradient sizes")) {
+      verified_ = false;
+      throw distributed_error("distributed::gradient_exchange: " + c_.describe() + " has " + std::to_string(n32) +
+                              " f32 and " + std::to_string(n64) + " f64 gradient elements, rank " +
+                              std::to_string(other->first) + " has " + std::to_string(other->second[0]) + " and " +
+                              std::to_string(other->second[1]) + " (the ranks must train the same model)");
+    }
     verified_ = true;
-    std::vector<unsigned char> mine(2 * sizeof(std::uint64_t));
-    const std::uint64_t counts[2] = {n32, n64};
-    std::memcpy(mine.data(), counts, sizeof counts);
-    const std::vector<unsigned char> all = c_.allgather(mine, "gradient sizes");
-    for (int r = 0; r < c_.size(); ++r)
-      if (std::memcmp(all.data() + std::size_t(r) * sizeof counts, counts, sizeof counts) != 0) {
-        verified_ = false;
-        std::uint64_t theirs[2];
-        std::memcpy(theirs, all.data() + std::size_t(r) * sizeof counts, sizeof counts);
-        throw distributed_error("distributed::gradient_exchange: " + c_.describe() + " has " + std::to_string(n32) +
-                                " f32 and " + std::to_string(n64) + " f64 gradient elements, rank " + std::to_string(r) +
-                                " has " + std::to_string(theirs[0]) + " and " + std::to_string(theirs[1]) +
-                                " (the ranks must train the same model)");
-      }
     f32_.resize(n32);
     f64_.resize(n64);
   }

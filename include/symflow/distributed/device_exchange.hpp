@@ -109,18 +109,10 @@ class device_gradient_exchange {
   }
   void check_total(std::size_t n) {
     if (checked_ && n == checked_total_) return;
-    std::vector<unsigned char> mine(sizeof(std::uint64_t));
-    const std::uint64_t count = n;
-    std::memcpy(mine.data(), &count, sizeof count);
-    const std::vector<unsigned char> all = c_.allgather(mine, "device gradient sizes");
-    for (int r = 0; r < c_.size(); ++r) {
-      std::uint64_t theirs = 0;
-      std::memcpy(&theirs, all.data() + std::size_t(r) * sizeof theirs, sizeof theirs);
-      if (theirs != count)
-        throw distributed_error("distributed::device_gradient_exchange: " + c_.describe() + " has " + std::to_string(n) +
-                                " gradient elements, rank " + std::to_string(r) + " has " + std::to_string(theirs) +
-                                " (the ranks must train the same model)");
-    }
+    if (const auto other = c_.first_differing({n}, "device gradient sizes"))
+      throw distributed_error("distributed::device_gradient_exchange: " + c_.describe() + " has " + std::to_string(n) +
+                              " gradient elements, rank " + std::to_string(other->first) + " has " +
+                              std::to_string(other->second[0]) + " (the ranks must train the same model)");
     checked_ = true;
     checked_total_ = n;
   }

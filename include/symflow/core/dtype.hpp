@@ -22,7 +22,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <Eigen/Core>  // Eigen::half and Eigen::bfloat16: the f16 and bf16 rows' C++ types
+#include "eigen.hpp"  // Eigen::half and Eigen::bfloat16: the f16 and bf16 rows' C++ types
 
 #include "error.hpp"
 #include "excerpt.hpp"

@@ -1,7 +1,7 @@
 #pragma once
 // Zero-copy bridges between symflow tensors and Eigen: map a tensor as an Eigen matrix, or view any
 // Eigen dense object with direct access (Matrix, Map, Block) as a strided tensor_view.
-#include <Eigen/Core>
+#include "eigen.hpp"
 
 #include "tensor.hpp"
 

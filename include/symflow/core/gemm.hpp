@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <Eigen/Core>
+#include "eigen.hpp"
 
 #include "separate_compilation.hpp"
 

@@ -12,7 +12,7 @@
 #include <limits>
 #include <type_traits>
 
-#include <Eigen/Core>
+#include "eigen.hpp"
 
 namespace symflow {
 

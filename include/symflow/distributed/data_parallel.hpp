@@ -27,7 +27,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <Eigen/Core>
+#include "../core/eigen.hpp"
 
 #include "../core/dtype.hpp"
 #include "../core/params.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
-#include <Eigen/Core>
+#include "../core/eigen.hpp"
 
 #include "conv2d_backprop_filter.hpp"
 #include "conv2d_backprop_input.hpp"

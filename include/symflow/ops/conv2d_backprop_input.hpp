@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
-#include <Eigen/Core>
+#include "../core/eigen.hpp"
 
 #include "conv2d_columns.hpp"
 #include "conv2d_depthwise.hpp"

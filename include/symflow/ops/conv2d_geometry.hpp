@@ -30,7 +30,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
-#include <Eigen/Core>
+#include "../core/eigen.hpp"
 
 #include "../core/tensor.hpp"
 #include "../core/parallel.hpp"

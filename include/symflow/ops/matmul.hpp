@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <vector>
-#include <Eigen/Core>
+#include "../core/eigen.hpp"
 
 #include "../core/gemm.hpp"
 #include "../core/parallel.hpp"

@@ -8,7 +8,7 @@
 // an approximation compute their scalar function on the host as one lane of it (first_lane).
 #include <type_traits>
 
-#include <Eigen/Core>
+#include "../core/eigen.hpp"
 
 namespace symflow::simd {
 namespace pm = Eigen::internal;

@@ -10,9 +10,10 @@
 // The scalars arrive in the parameter's dtype, rounded once per step: the same values the
 // per-shape rules fed.
 #include <cstddef>
+#include <limits>
 #include <type_traits>
 
-#include <Eigen/Core>
+#include "../core/eigen.hpp"
 
 #include "../core/parallel.hpp"
 #include "../core/separate_compilation.hpp"
@@ -56,7 +57,7 @@ template <class T>
 void sgd_update(flat_view<T> w, flat_view<const T> g, T learning_rate) {
   namespace ei = Eigen::internal;
   using P = typename ei::packet_traits<T>::type;
-  constexpr std::size_t lanes = std::size_t(ei::unpacket_traits<P>::size);
+  constexpr std::size_t lanes = std::size_t(ei::packet_traits<T>::size);  // (not of P: GCC drops its attributes)
   const T scale = -learning_rate;
   const P scales = ei::pset1<P>(scale);
   T* wd = w.data();

@@ -174,13 +174,22 @@ struct elementwise_eval {
 // compile-time literals) has one value per element, wherever it occurs: the loss and each gradient
 // of a model repeat exp(z) several times. Costly ones are computed once per element and read back
 // by their repeats from a per-thread slot keyed by the type; set_row empties the slot.
+// (A packet type passed to std::conditional_t loses its vector attributes, and GCC warns.)
+template <bool Vector, class T>
+struct reused_slot_value {
+  using type = T;
+};
+template <class T>
+struct reused_slot_value<true, T> {
+  using type = simd::packet_t<T>;
+};
 template <class Node, class Inner>
 struct reused_eval : Inner {
   using T = typename Inner::value_type;
   using inner_type = Inner;
   struct slot {
     std::size_t packet_at = std::size_t(-1), scalar_at = std::size_t(-1);
-    std::conditional_t<Inner::vectorizable, simd::packet_t<T>, T> packet{};
+    typename reused_slot_value<Inner::vectorizable, T>::type packet{};
     T scalar{};
   };
   static slot& cache() {

@@ -5,6 +5,7 @@
 // views and kernels: their runtime forms (a layout rule, or a shape rule and a CPU implementation)
 // and, for kernels, the dtype rule that decides their result's dtype (ir/op_registry.hpp).
 // Nothing here knows an op by name.
+#include <array>
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -103,6 +104,28 @@ std::optional<elementwise_kernel> elementwise_kernel_for(const node_attributes& 
     return pick_kernel<Op>(in);
 }
 
+// One row's reduction, `start` combined with x[0..n): element j goes to lane j % 8, and the lanes
+// are combined pairwise at the end. Eight independent chains where one chain of n dependent adds
+// bounded the row by the adder's latency; the lanes are fixed, so the result does not depend on
+// the machine's SIMD width.
+template <class Op, class Acc, class T>
+Acc reduce_row(Acc start, const T* x, std::size_t n) {
+  constexpr std::size_t lanes = 8;
+  if (n < 2 * lanes) {
+    for (std::size_t j = 0; j < n; ++j) start = Op::combine(start, Acc(x[j]));
+    return start;
+  }
+  std::array<Acc, lanes> lane;
+  for (std::size_t k = 0; k < lanes; ++k) lane[k] = Acc(x[k]);
+  std::size_t j = lanes;
+  for (; j + lanes <= n; j += lanes)
+    for (std::size_t k = 0; k < lanes; ++k) lane[k] = Op::combine(lane[k], Acc(x[j + k]));
+  for (std::size_t k = 0; j < n; ++j, ++k) lane[k] = Op::combine(lane[k], Acc(x[j]));
+  for (std::size_t width = lanes / 2; width > 0; width /= 2)
+    for (std::size_t k = 0; k < width; ++k) lane[k] = Op::combine(lane[k], lane[k + width]);
+  return Op::combine(start, lane[0]);
+}
+
 // Reduces `in` (contiguous, extents `ext`) over the axes marked in `reduced` into `out` (the kept
 // axes in order). Floating sums accumulate in double (reductions whose order matters).
 template <class Op, class T>
@@ -129,9 +152,7 @@ void reduce_typed(const T* in, const runtime_extents& ext, const std::vector<boo
       std::size_t o = 0;
       for (std::size_t i = 0; i + 1 < rank; ++i) o += index[i] * out_strides[i];
       if (inner_reduced) {
-        Acc a = acc[o];
-        for (std::size_t j = 0; j < inner; ++j) a = Op::combine(a, Acc(in[base + j]));
-        acc[o] = a;
+        acc[o] = reduce_row<Op>(acc[o], in + base, inner);
       } else {
         for (std::size_t j = 0; j < inner; ++j) acc[o + j] = Op::combine(acc[o + j], Acc(in[base + j]));
       }

@@ -104,6 +104,25 @@ class allocation_count {
   }
 };
 
+// These tests count operator new calls: the block cache (core/block_cache.hpp) would serve a
+// repeated evaluation's tensors without one, so it is off here except in the tests that are about it.
+class block_cache_off : public ::testing::Environment {
+ public:
+  void SetUp() override { set_block_cache_capacity(0); }
+};
+const auto* const cache_off = ::testing::AddGlobalTestEnvironment(new block_cache_off);
+
+class block_cache_capacity_guard {
+ public:
+  explicit block_cache_capacity_guard(std::size_t bytes) : saved_(block_cache_capacity()) { set_block_cache_capacity(bytes); }
+  ~block_cache_capacity_guard() { set_block_cache_capacity(saved_); }
+  block_cache_capacity_guard(const block_cache_capacity_guard&) = delete;
+  block_cache_capacity_guard& operator=(const block_cache_capacity_guard&) = delete;
+
+ private:
+  std::size_t saved_;
+};
+
 // Sets the OpenMP thread count for a scope.
 class threads_guard {
  public:
@@ -214,7 +233,7 @@ TEST(EvalAllocations, FusedChainAllocatesOnlyTheOutput) {
     const long allocated = count.stop();
     EXPECT_EQ(allocated, 1) << "n = " << n;
     EXPECT_EQ(last_allocation.load(), static_cast<const void*>(r.data())) << "the one block is the output";
-    EXPECT_EQ(last_allocation_size.load(), n * sizeof(float));
+    EXPECT_EQ(last_allocation_size.load(), detail::block_cache::size_class(n * sizeof(float))) << "rounded to its size class";
     ASSERT_EQ(r.size(), n);
     for (std::size_t i = 0; i < n; i += (n > 5000 ? 997 : 1))
       EXPECT_NEAR(r[i], w1_reference(in.a[i], in.b[i], in.c[i], in.d[i]), 1e-5) << i;
@@ -347,6 +366,66 @@ TEST(EvalAllocations, InterpreterReusesIntermediatesBetweenRuns) {
     for (std::size_t i = 0; i < expected.size(); ++i)
       ASSERT_NEAR(got[i], expected.data()[i], 1e-4f * (1 + std::abs(expected.data()[i]))) << rows << " rows, element " << i;
   }
+}
+
+// The block cache: a training loop's repeated evaluation gets its tensors' storage back without
+// asking the system (whose fresh pages would fault on first write), within the cache's bounds.
+TEST(BlockCache, RepeatedEvaluationReusesTheOutputsBlock) {
+  const block_cache_capacity_guard on(std::size_t(64) << 20);
+  auto a = placeholder<"a", float, shape<dyn>>();
+  auto b = placeholder<"b", float, shape<dyn>>();
+  const auto y = a * b + sin(a);
+  const std::size_t n = 100003;  // 400 KB: a kept size (odd, so the class rounds up)
+  const auto at = random_vector<float>(n, 21), bt = random_vector<float>(n, 22);
+  const void* first = nullptr;
+  {
+    const auto r = eval(y, a = at, b = bt);
+    first = r.data();
+  }
+  EXPECT_GE(block_cache_held_bytes(), n * sizeof(float)) << "the freed output is kept";
+  allocation_count count;
+  const auto r = eval(y, a = at, b = bt);
+  count.stop();
+  EXPECT_EQ(large_allocations.load(), 0) << "the second evaluation takes the kept block";
+  EXPECT_EQ(static_cast<const void*>(r.data()), first);
+  for (std::size_t i = 0; i < n; i += 101)  // the values of this evaluation, against float64
+    ASSERT_NEAR(r[i], double(at[i]) * bt[i] + std::sin(double(at[i])), 1e-5) << i;
+}
+
+TEST(BlockCache, SizeClassesWasteAtMostAnEighth) {
+  using detail::block_cache;
+  EXPECT_EQ(block_cache::size_class(100), 100u) << "small blocks are not rounded";
+  EXPECT_EQ(block_cache::size_class(block_cache::smallest_kept), block_cache::smallest_kept);
+  std::mt19937_64 engine(5);
+  for (int i = 0; i < 2000; ++i) {
+    const std::size_t bytes = block_cache::smallest_kept + engine() % (std::size_t(1) << 32);
+    const std::size_t c = block_cache::size_class(bytes);
+    ASSERT_GE(c, bytes);
+    ASSERT_LE(c - bytes, bytes / 8) << bytes;
+    ASSERT_EQ(block_cache::size_class(c), c) << "a class is its own class";
+  }
+}
+
+TEST(BlockCache, HoldsNoMoreThanItsCapacity) {
+  const block_cache_capacity_guard on(std::size_t(1) << 20);  // 1 MiB
+  {
+    std::vector<aligned_buffer<float>> blocks;
+    for (int i = 0; i < 8; ++i) blocks.emplace_back(std::size_t(64) << 10);  // 256 KiB each
+  }
+  EXPECT_LE(block_cache_held_bytes(), std::size_t(1) << 20) << "the oldest blocks were freed";
+  EXPECT_GE(block_cache_held_bytes(), std::size_t(768) << 10);
+  {
+    std::vector<aligned_buffer<unsigned char>> blocks;
+    for (std::size_t i = 0; i < 2 * detail::block_cache::max_blocks; ++i) blocks.emplace_back(std::size_t(64) << 10);
+  }
+  EXPECT_LE(block_cache_held_bytes(), std::size_t(1) << 20);
+  release_cached_blocks();
+  EXPECT_EQ(block_cache_held_bytes(), 0u);
+  EXPECT_EQ(block_cache_capacity(), std::size_t(1) << 20) << "releasing keeps the capacity";
+  {
+    aligned_buffer<float> too_big(std::size_t(1) << 20);  // 4 MiB: more than the capacity
+  }
+  EXPECT_EQ(block_cache_held_bytes(), 0u);
 }
 
 // ---------------------------------------------------------------------------------------------

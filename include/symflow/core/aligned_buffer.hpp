@@ -6,12 +6,14 @@
 #include <type_traits>
 #include <utility>
 
+#include "block_cache.hpp"
+
 namespace symflow {
 
-inline constexpr std::size_t storage_alignment = 64;  // a cache line, and a full AVX-512 register
-
-// Owning, 64-byte-aligned, uninitialised-on-request storage for trivially copyable elements.
-// Allocation goes through aligned operator new so that allocation counters see it.
+// Owning, 64-byte-aligned, uninitialised storage for trivially copyable elements. Allocation goes
+// through aligned operator new so that allocation counters see it; blocks of 64 KiB and more are
+// allocated in size classes and kept after release for the next buffer of their class
+// (block_cache.hpp).
 template <class T>
 class aligned_buffer {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -19,7 +21,11 @@ class aligned_buffer {
  public:
   aligned_buffer() = default;
   explicit aligned_buffer(std::size_t n) : size_(n) {
-    if (n) data_ = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{storage_alignment}));
+    if (!n) return;
+    if (n > std::size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
+    const std::size_t bytes = detail::block_cache::size_class(n * sizeof(T));
+    void* p = bytes >= detail::block_cache::smallest_kept ? detail::process_block_cache().take(bytes) : nullptr;
+    data_ = static_cast<T*>(p ? p : detail::block_cache::allocate(bytes));
   }
   aligned_buffer(const aligned_buffer& other) : aligned_buffer(other.size_) {
     if (size_) std::memcpy(data_, other.data_, size_ * sizeof(T));
@@ -43,7 +49,10 @@ class aligned_buffer {
 
  private:
   void release() noexcept {
-    if (data_) ::operator delete(data_, std::align_val_t{storage_alignment});
+    if (!data_) return;
+    const std::size_t bytes = detail::block_cache::size_class(size_ * sizeof(T));
+    if (bytes >= detail::block_cache::smallest_kept) detail::process_block_cache().give(data_, bytes);
+    else detail::block_cache::free_block(data_);
     data_ = nullptr;
   }
   T* data_ = nullptr;

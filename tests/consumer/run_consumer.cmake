@@ -1,8 +1,9 @@
 # Configures, builds and runs the consumer project in tests/consumer as a separate project:
 #   MODE=install       installs symflow from SYMFLOW_BINARY_DIR into WORK_DIR/prefix and uses it
 #                      through find_package(symflow CONFIG REQUIRED)
-#   MODE=subdirectory  uses SYMFLOW_SOURCE_DIR through add_subdirectory (symflow's tests, benchmarks,
-#                      examples and CUDA backend off: the consumer is a CPU-only C++ project)
+#   MODE=subdirectory  uses SYMFLOW_SOURCE_DIR through add_subdirectory with symflow's defaults for
+#                      a subproject, GoogleTest, Google Benchmark and CUDA hidden from find_package,
+#                      the consumer compiled with -Wall -Wextra -Wpedantic -Werror
 # Other inputs: CONSUMER_SOURCE_DIR, WORK_DIR (wiped first), GENERATOR, MAKE_PROGRAM, CXX_COMPILER,
 # BUILD_TYPE, EIGEN3_DIR (optional).
 cmake_minimum_required(VERSION 3.22)
@@ -59,13 +60,30 @@ elseif(MODE STREQUAL "subdirectory")
   if(NOT DEFINED SYMFLOW_SOURCE_DIR)
     message(FATAL_ERROR "run_consumer: SYMFLOW_SOURCE_DIR is not set")
   endif()
+  # symflow's defaults as a subproject, on a machine without GoogleTest, Google Benchmark or a
+  # CUDA toolkit as far as CMake can tell: it must configure without them and build nothing but
+  # the consumer.
   run("configure" "${CMAKE_COMMAND}" ${configure_args} "-DSYMFLOW_SOURCE_DIR=${SYMFLOW_SOURCE_DIR}"
-      -DSYMFLOW_BUILD_TESTS=OFF -DSYMFLOW_BUILD_BENCH=OFF -DSYMFLOW_BUILD_EXAMPLES=OFF -DSYMFLOW_CUDA=OFF)
+      -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON
+      -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCONSUMER_WERROR=ON --no-warn-unused-cli)
+  foreach(unwanted "CUDA" "GTest" "GoogleTest" "benchmark" "fuzz" "-- symflow:")
+    string(FIND "${last_output}" "${unwanted}" at)
+    if(at GREATER -1)
+      message(FATAL_ERROR "consumer (subdirectory): configuring mentions '${unwanted}':\n${last_output}")
+    endif()
+  endforeach()
 else()
   message(FATAL_ERROR "run_consumer: MODE must be install or subdirectory, not '${MODE}'")
 endif()
 
 run("build" "${CMAKE_COMMAND}" --build "${build}" --config "${BUILD_TYPE}")
+if(MODE STREQUAL "subdirectory")
+  string(REGEX MATCHALL "Linking [A-Z]+ [a-z ]+ [^\n]*" linked "${last_output}")
+  list(LENGTH linked linked_count)
+  if(NOT linked_count EQUAL 1)
+    message(FATAL_ERROR "consumer (subdirectory): built more than the consumer:\n${last_output}")
+  endif()
+endif()
 
 # Single-config generators put the program in the build directory, multi-config ones under the config.
 set(program "${build}/consumer")

@@ -2,7 +2,7 @@
 # Installs the Debian packages symflow's build, tests, benchmarks and examples need, if missing.
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libeigen3-dev libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
-          nlohmann-json3-dev zlib1g-dev python3 python3-numpy
+          nlohmann-json3-dev libcli11-dev zlib1g-dev python3 python3-numpy
           python3-protobuf python3-crcmod protobuf-compiler libprotobuf-dev libonnx-dev python3-onnx libonnx-testdata
           libopenmpi-dev openmpi-bin
           clang-14 libclang-rt-14-dev

@@ -1,15 +1,8 @@
 // symflow: the command-line tool for graph files (JSON or binary, told apart by their content), and
-// the printer of the op reference (docs/ops.md).
-//   symflow inspect FILE
-//   symflow dot FILE
-//   symflow run FILE --feed NAME=PATH.npy ... [--out DIR]
-//   symflow grad FILE --wrt NAME [--wrt NAME ...] -o OUT
-//   symflow convert IN OUT
-//   symflow export FILE OUT.onnx [--params CHECKPOINT]
-//   symflow import MODEL.onnx OUT
-//   symflow ops
-// Any bad input ends the program with exit code 1 and one line "symflow: <reason>" on stderr, so
-// scripts can test the code and show the line.
+// the printer of the op reference (docs/ops.md). `symflow --help` lists the commands, `symflow
+// COMMAND --help` explains one with examples. Arguments are parsed by CLI11 (Debian's libcli11-dev:
+// docs/design.md, "Packages"). Any bad input ends the program with exit code 1 and one line
+// "symflow: <reason>" on stderr, so scripts can test the code and show the line.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -17,12 +10,13 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include <symflow/graph/all.hpp>
 #include <symflow/io/json.hpp>
@@ -30,6 +24,7 @@
 #include <symflow/runtime/interpreter.hpp>
 
 #include "cli_feeds.hpp"
+#include "cli_ops.hpp"
 
 #if SYMFLOW_CLI_HAS_ONNX
 #include <symflow/io/onnx.hpp>
@@ -47,51 +42,13 @@
 namespace {
 
 using namespace symflow;
-
-constexpr std::string_view usage_text = R"(usage: symflow <command> [arguments]
-
-Graph files are symflow graph values in either form, told apart by their content: binary
-(starting with the magic "SYMFLOWG") or JSON ("format": "symflow.graph").
-
-commands:
-  inspect FILE
-      Counts, inputs, parameters (with the total element count), constants, ops by name, nodes
-      per name scope, outputs with their types.
-  dot FILE
-      Graphviz text on stdout: one cluster per name scope, dtype and shape on every edge.
-      Render with: symflow dot model.sfg | dot -Tsvg -o model.svg
-  run FILE --feed NAME=PATH.npy [--feed NAME=PATH.npy ...] [--out DIR]
-      Evaluates the graph with the interpreter. Every input needs a --feed; a --feed naming a
-      parameter replaces the value embedded in the file (a parameter without an embedded value
-      needs one). Prints each output's dtype and shape; with --out, writes DIR/output_0.npy,
-      DIR/output_1.npy, ... (DIR is created if missing).
-  grad FILE --wrt NAME [--wrt NAME ...] -o OUT
-      Differentiates the graph: OUT has FILE's outputs followed by the gradient of the first
-      output (a floating scalar) with respect to each named input or parameter. OUT is JSON if
-      its name ends in .json, binary if it ends in .sfg, else in FILE's form.
-  convert IN OUT
-      Rewrites a graph file in the other form (JSON -> binary, binary -> JSON); an OUT name
-      ending in .json or .sfg chooses the form explicitly. Embedded parameter values are kept.
-  export FILE OUT.onnx [--params CHECKPOINT]
-      Writes the graph as an ONNX model (opset 17; docs/onnx.md). Parameters become initialisers
-      with the values of the checkpoint (.safetensors) or, without one, those embedded in FILE;
-      others become graph inputs. An op without an ONNX form is an error naming every such node.
-  import MODEL.onnx OUT
-      Reads an ONNX model (opsets 1 to 17; docs/onnx.md) as a graph value and writes it to OUT
-      (JSON if its name ends in .json, else binary). Floating-point initialisers become
-      parameters with their values embedded; graph inputs become inputs. An ONNX node that
-      cannot be read is an error naming every such node and why.
-  ops
-      The op reference as Markdown on stdout: every op of the op list, sorted by name, with its
-      kind, operand count, attributes and the doc string of its own file (docs/ops.md is this
-      output: symflow ops > docs/ops.md). Exits 1, naming them, if some op has no doc string.
-
-  --help, -h    this text
-
-Exit status: 0 on success, 1 on any bad input (with one line "symflow: <reason>" on stderr).
-)";
-
 using cli::usage_error;
+
+constexpr std::string_view overview = R"(Graph files are symflow graph values in either form, told apart by their content: binary
+(starting with the magic "SYMFLOWG") or JSON ("format": "symflow.graph"). Feeds and results are
+NumPy .npy files. `symflow COMMAND --help` explains a command, with examples.
+
+Exit status: 0 on success, 1 on any bad input (with one line "symflow: <reason>" on stderr).)";
 
 enum class graph_format { json, binary };
 
@@ -135,91 +92,52 @@ void save_graph_file(const std::string& path, const graph& g, graph_format f) {
   else save_graph_binary_file(path, g);
 }
 
-// Arguments after the command: positional ones in order, options with their values.
-struct arguments {
-  std::vector<std::string> positional;
-  std::multimap<std::string, std::string> options;
-
-  std::vector<std::string> all(const std::string& key) const {
-    std::vector<std::string> out;
-    for (auto [it, end] = options.equal_range(key); it != end; ++it) out.push_back(it->second);
-    return out;
-  }
-  std::optional<std::string> single(const std::string& command, const std::string& key) const {
-    const auto v = all(key);
-    if (v.size() > 1) throw usage_error(command + ": " + key + " given more than once");
-    if (v.empty()) return std::nullopt;
-    return v.front();
-  }
+// What the command line asked for: one member per option of any command.
+struct request {
+  std::string file, second;              // FILE, and OUT / IN's partner where a command takes two
+  std::vector<std::string> feeds, wrt;   // run --feed, grad --wrt
+  std::string out_dir, out_file, of = "0", params;  // run --out, grad -o, grad --of, export --params
 };
 
-// Options that take a value, per command; "--name=value" and "--name value" are both accepted.
-arguments parse_arguments(const std::string& command, const std::vector<std::string>& args,
-                          const std::vector<std::string>& value_options, std::size_t positional_count) {
-  arguments out;
-  for (std::size_t k = 0; k < args.size(); ++k) {
-    const std::string& a = args[k];
-    if (a.size() > 1 && a[0] == '-') {
-      std::string key = a, value;
-      bool inline_value = false;
-      if (const auto eq = a.find('='); a.starts_with("--") && eq != std::string::npos) {
-        key = a.substr(0, eq);
-        value = a.substr(eq + 1);
-        inline_value = true;
-      }
-      if (std::find(value_options.begin(), value_options.end(), key) == value_options.end())
-        throw usage_error(command + ": unknown option '" + key + "' (see symflow --help)");
-      if (!inline_value) {
-        if (k + 1 >= args.size()) throw usage_error(command + ": option " + key + " needs a value");
-        value = args[++k];
-      }
-      out.options.emplace(key, value);
-    } else {
-      out.positional.push_back(a);
-    }
-  }
-  if (out.positional.size() != positional_count) {
-    const std::string expected = positional_count == 1 ? "one file" : std::to_string(positional_count) + " files";
-    throw usage_error(command + ": expected " + expected + ", got " + std::to_string(out.positional.size()) +
-                      " (see symflow --help)");
-  }
-  return out;
-}
-
-int inspect_command(const std::vector<std::string>& args) {
-  const auto a = parse_arguments("inspect", args, {}, 1);
-  const auto g = load_graph_file(a.positional[0]);
-  std::cout << "file: " << a.positional[0] << " (" << format_name(g.format) << ", " << g.bytes << " bytes)\n"
-            << inspect(g.value);
+int inspect_command(const request& r) {
+  const auto g = load_graph_file(r.file);
+  std::cout << "file: " << r.file << " (" << format_name(g.format) << ", " << g.bytes << " bytes)\n" << inspect(g.value);
   return 0;
 }
 
-int dot_command(const std::vector<std::string>& args) {
-  const auto a = parse_arguments("dot", args, {}, 1);
-  std::cout << to_dot(load_graph_file(a.positional[0]).value);
+int dot_command(const request& r) {
+  std::cout << to_dot(load_graph_file(r.file).value);
   return 0;
 }
 
-int convert_command(const std::vector<std::string>& args) {
-  const auto a = parse_arguments("convert", args, {}, 2);
-  const auto g = load_graph_file(a.positional[0]);
+int convert_command(const request& r) {
+  const auto g = load_graph_file(r.file);
   const auto other = g.format == graph_format::json ? graph_format::binary : graph_format::json;
-  const auto to = format_for_output(a.positional[1], other);
-  save_graph_file(a.positional[1], g.value, to);
-  std::cout << "wrote " << a.positional[1] << " (" << format_name(to) << ")\n";
+  const auto to = format_for_output(r.second, other);
+  save_graph_file(r.second, g.value, to);
+  std::cout << "wrote " << r.second << " (" << format_name(to) << ")\n";
   return 0;
+}
+
+// The name of a value: a leaf's, a constant's or a node's.
+std::string value_name(const graph& g, std::uint32_t id) {
+  std::size_t i = id;
+  for (const auto* leaves : {&g.inputs, &g.parameters}) {
+    if (i < leaves->size()) return (*leaves)[i].name;
+    i -= leaves->size();
+  }
+  if (i < g.constants.size()) return g.constants[i].name;
+  i -= g.constants.size();
+  return i < g.nodes.size() ? g.nodes[i].name : std::string();
 }
 
 std::string describe_leaf(const graph_leaf& l) { return "'" + l.name + "' (" + graph_type_string(l.type) + ")"; }
 
-int run_command(const std::vector<std::string>& args) {
-  const auto a = parse_arguments("run", args, {"--feed", "--out"}, 1);
-  const auto loaded = load_graph_file(a.positional[0]);
+int run_command(const request& r) {
+  const auto loaded = load_graph_file(r.file);
   const graph& g = loaded.value;
-  const auto out_dir = a.single("run", "--out");
-
   cli::feed_set fed;
-  for (const auto& spec : a.all("--feed")) cli::add_feed_option(g, spec, fed);
+  for (const auto& spec : r.feeds) cli::add_feed_option(g, spec, fed);
   runtime_feeds feeds;
   for (const auto& [name, value] : fed.inputs) feeds.emplace(name, runtime_tensor(value));
   const params& store = fed.parameters;
@@ -230,9 +148,11 @@ int run_command(const std::vector<std::string>& args) {
       throw usage_error("run: parameter " + describe_leaf(p) + " has no value in the file: give it with --feed");
 
   const auto outputs = interpreter(g).run(feeds, &store);
-  if (out_dir) std::filesystem::create_directories(*out_dir);
+  if (!r.out_dir.empty()) std::filesystem::create_directories(r.out_dir);
   for (std::size_t k = 0; k < outputs.size(); ++k) {
-    std::cout << "output " << k << ": " << outputs[k].type_string();
+    std::cout << "output " << k;
+    if (const std::string name = value_name(g, g.outputs[k]); !name.empty()) std::cout << " '" << name << "'";
+    std::cout << ": " << outputs[k].type_string();
     if (outputs[k].size() == 1)
       visit_dtype(outputs[k].type(), [&](auto t) {
         using T = decltype(t);
@@ -241,8 +161,8 @@ int run_command(const std::vector<std::string>& args) {
         os << +*outputs[k].data<T>();
         std::cout << " = " << os.str();
       });
-    if (out_dir) {
-      const auto path = (std::filesystem::path(*out_dir) / ("output_" + std::to_string(k) + ".npy")).string();
+    if (!r.out_dir.empty()) {
+      const auto path = (std::filesystem::path(r.out_dir) / ("output_" + std::to_string(k) + ".npy")).string();
       save_npy(path, outputs[k].to_graph_tensor());
       std::cout << " -> " << path;
     }
@@ -251,22 +171,44 @@ int run_command(const std::vector<std::string>& args) {
   return 0;
 }
 
-int grad_command(const std::vector<std::string>& args) {
-  const auto a = parse_arguments("grad", args, {"--wrt", "-o"}, 1);
-  const auto wrt = a.all("--wrt");
-  if (wrt.empty()) throw usage_error("grad: name at least one input or parameter with --wrt");
-  const auto out = a.single("grad", "-o");
-  if (!out) throw usage_error("grad: name the output file with -o");
-  const auto loaded = load_graph_file(a.positional[0]);
+// grad --of: an output by its index (0, 1, ...) or by the name of its node.
+std::size_t output_position(const graph& g, const std::string& of) {
+  if (!of.empty() && std::all_of(of.begin(), of.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    const std::size_t k = of.size() > 9 ? g.outputs.size() : std::stoul(of);
+    if (k >= g.outputs.size())
+      throw usage_error("grad: --of " + of + ": the graph has " + std::to_string(g.outputs.size()) + " outputs");
+    return k;
+  }
+  std::size_t found = g.outputs.size();
+  for (std::size_t k = 0; k < g.outputs.size(); ++k)
+    if (value_name(g, g.outputs[k]) == of) {
+      if (found != g.outputs.size()) throw usage_error("grad: --of '" + detail::excerpt(of, 200) + "' names several outputs: use an index");
+      found = k;
+    }
+  if (found == g.outputs.size())
+    throw usage_error("grad: --of '" + detail::excerpt(of, 200) + "': no output is a node of that name (give an index)");
+  return found;
+}
+
+int grad_command(const request& r) {
+  const auto loaded = load_graph_file(r.file);
 #if SYMFLOW_CLI_HAS_GRAD
-  const graph d = differentiate(loaded.value, wrt);
-  const auto to = format_for_output(*out, loaded.format);
-  save_graph_file(*out, d, to);
-  std::cout << "wrote " << *out << " (" << format_name(to) << "): " << d.outputs.size() << " outputs\n";
+  const graph& g = loaded.value;
+  const std::size_t of = output_position(g, r.of);
+  // differentiate() takes the gradient of output 0: output `of` goes first, and the outputs get
+  // their order back after.
+  graph reordered = g;
+  std::rotate(reordered.outputs.begin(), reordered.outputs.begin() + std::ptrdiff_t(of),
+              reordered.outputs.begin() + std::ptrdiff_t(of) + 1);
+  graph d = differentiate(reordered, r.wrt);
+  std::rotate(d.outputs.begin(), d.outputs.begin() + 1, d.outputs.begin() + std::ptrdiff_t(of) + 1);
+  const auto to = format_for_output(r.out_file, loaded.format);
+  save_graph_file(r.out_file, d, to);
+  std::cout << "wrote " << r.out_file << " (" << format_name(to) << "): " << d.outputs.size() << " outputs\n";
   for (std::size_t k = 0; k < d.outputs.size(); ++k) {
     std::cout << "  " << k << ": ";
-    if (k < loaded.value.outputs.size()) std::cout << "output " << k;
-    else std::cout << "gradient of output 0 with respect to '" << wrt[k - loaded.value.outputs.size()] << "'";
+    if (k < g.outputs.size()) std::cout << "output " << k;
+    else std::cout << "gradient of output " << of << " with respect to '" << r.wrt[k - g.outputs.size()] << "'";
     std::cout << " : " << graph_type_string(d.type_of(d.outputs[k])) << "\n";
   }
   return 0;
@@ -275,171 +217,166 @@ int grad_command(const std::vector<std::string>& args) {
 #endif
 }
 
-int export_command(const std::vector<std::string>& args) {
-  const auto a = parse_arguments("export", args, {"--params"}, 2);
-  const auto loaded = load_graph_file(a.positional[0]);
+int export_command(const request& r) {
+  const auto loaded = load_graph_file(r.file);
 #if SYMFLOW_CLI_HAS_ONNX
   std::optional<checkpoint> weights;
-  if (const auto path = a.single("export", "--params")) weights = load_checkpoint(*path);
-  save_onnx(loaded.value, a.positional[1], weights ? &weights->tensors : nullptr);
-  std::cout << "wrote " << a.positional[1] << " (ONNX, opset " << onnx_opset << "): " << loaded.value.nodes.size()
-            << " nodes\n";
+  if (!r.params.empty()) weights = load_checkpoint(r.params);
+  save_onnx(loaded.value, r.second, weights ? &weights->tensors : nullptr);
+  std::cout << "wrote " << r.second << " (ONNX, opset " << onnx_opset << "): " << loaded.value.nodes.size() << " nodes\n";
   return 0;
 #else
   throw usage_error("export: not available in this build (it needs libonnx-dev)");
 #endif
 }
 
-int import_command(const std::vector<std::string>& args) {
-  const auto a = parse_arguments("import", args, {}, 2);
+int import_command(const request& r) {
 #if SYMFLOW_CLI_HAS_ONNX
-  const graph g = load_onnx(a.positional[0]);
-  const auto to = format_for_output(a.positional[1], graph_format::binary);
-  save_graph_file(a.positional[1], g, to);
-  std::cout << "wrote " << a.positional[1] << " (" << format_name(to) << "): " << g.inputs.size() << " inputs, "
+  const graph g = load_onnx(r.file);
+  const auto to = format_for_output(r.second, graph_format::binary);
+  save_graph_file(r.second, g, to);
+  std::cout << "wrote " << r.second << " (" << format_name(to) << "): " << g.inputs.size() << " inputs, "
             << g.parameters.size() << " parameters, " << g.nodes.size() << " nodes, " << g.outputs.size() << " outputs\n";
   return 0;
 #else
+  (void)r;
   throw usage_error("import: not available in this build (it needs libonnx-dev)");
 #endif
 }
 
-// The op reference (symflow ops; docs/ops.md is its output). Everything comes from the op list:
-// registered_ops (ir/op_registry.hpp) gives each op's type, whose `doc` member is the paragraph,
-// and the op's schema gives the operand count and the attributes a graph file spells.
-std::string_view kind_word(node_kind k) {
-  switch (k) {
-    case node_kind::elementwise: return "elementwise";
-    case node_kind::reduction: return "reduction";
-    case node_kind::view: return "view";
-    case node_kind::kernel: return "kernel";
-    default: return "other";
-  }
-}
-
-std::string operand_count(const op_schema& s) {
-  if (s.max_inputs == unbounded_inputs) return std::to_string(s.min_inputs) + " or more";
-  if (s.min_inputs == s.max_inputs) return std::to_string(s.min_inputs);
-  return std::to_string(s.min_inputs) + " to " + std::to_string(s.max_inputs);
-}
-
-std::string attribute_list(const op_schema& s) {
-  if (s.attributes.empty()) return "none";
-  std::string out;
-  for (const auto& a : s.attributes) {
-    if (!out.empty()) out += ", ";
-    out.append("`").append(a.key).append("` (").append(attribute_kind_name(a.kind)).append(a.optional ? ", optional" : "").append(")");
-  }
-  return out;
-}
-
-// A doc string as Markdown text: a `*` or `_` that could start or end emphasis (i*stride) and a `<`
-// that could open an HTML tag (expand_dims<Bits>) are escaped; backquotes stay code spans.
-std::string markdown_text(std::string_view doc) {
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  std::string out;
-  for (std::size_t i = 0; i < doc.size(); ++i) {
-    const char c = doc[i], before = i ? doc[i - 1] : ' ', after = i + 1 < doc.size() ? doc[i + 1] : ' ';
-    const bool escape = c == '\\' || (c == '*' && !(before == ' ' && after == ' ')) ||
-                        (c == '_' && !(word(before) && word(after))) ||
-                        (c == '<' && (std::isalpha(static_cast<unsigned char>(after)) || after == '/' || after == '!' || after == '?'));
-    if (escape) out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-int ops_command(const std::vector<std::string>& args) {
-  parse_arguments("ops", args, {}, 0);
-  struct entry {
-    std::string_view name, doc;
-    node_kind kind;
-    std::string file;  // under include/symflow/
-    bool control_flow = false;
-  };
-  std::vector<entry> entries;
-  std::vector<std::string> missing;
-  std::apply(
-      [&](auto... listed) {
-        auto read = [&]<class E>(E) {
-          using op = typename E::type;
-          if constexpr (requires { std::string_view(op::doc); }) {
-            if (!std::string_view(op::doc).empty()) {
-              entries.push_back({op::name, op::doc, E::kind, "ops/" + std::string(op_file_of(op::name))});
-              return;
-            }
-          }
-          missing.emplace_back(op::name);
-        };
-        (read(listed), ...);
-      },
-      registered_ops{});
-  // The control-flow ops (ir/control_flow/): graph nodes whose attributes hold sub-graphs.
-  std::apply(
-      [&](auto... op) {
-        (entries.push_back({op.name, op.doc, node_kind::kernel, "ir/control_flow/" + std::string(op.file), true}), ...);
-      },
-      control_flow::registered{});
-  if (!missing.empty()) {
-    std::string names;
-    for (const auto& m : missing) {
-      if (!names.empty()) names += ", ";
-      names += m;
-    }
-    throw value_error("ops: no doc string for " + names + " (each op struct needs a `doc` member: see ops/softsign.hpp)");
-  }
-  std::sort(entries.begin(), entries.end(), [](const entry& a, const entry& b) { return a.name < b.name; });
-
-  std::ostringstream out;
-  out << "# Op reference\n\n"
-         "Generated by `symflow ops > docs/ops.md` from the op list (`include/symflow/ops/list.hpp`) and the\n"
-         "`doc` string in each op's own file: do not edit it by hand. To change an entry, edit the op's `doc`\n"
-         "member and regenerate; the `cli_ops` test fails while this file differs from the tool's output.\n"
-         "Kinds, operand counts and attribute names are those of the graph form (`ir/op_registry.hpp`); in C++\n"
-         "some attributes are template arguments, as each entry says. The dtypes an entry names are the\n"
-         "compute dtypes (f32, f64, i32, i64, bool); in a graph value an operand of a storage dtype (f16, bf16,\n"
-         "i8, u8, i16, u16, u32, u64) is taken as the dtype it computes in and the result is stored back\n"
-         "(docs/dtypes.md); `cast` converts between any two dtypes.\n\n"
-         "| op | kind | operands |\n|---|---|---|\n";
-  for (const auto& e : entries) {
-    const op_schema* s = find_op_schema(e.name);
-    out << "| [" << e.name << "](#" << e.name << ") | " << (e.control_flow ? "control flow" : kind_word(e.kind)) << " | " << (s ? operand_count(*s) : "?") << " |\n";
-  }
-  for (const auto& e : entries) {
-    const op_schema* s = find_op_schema(e.name);
-    out << "\n## " << e.name << "\n\n"
-        << "Kind: " << (e.control_flow ? "control flow" : kind_word(e.kind)) << ". Operands: " << (s ? operand_count(*s) : "?")
-        << ". Attributes: " << (s ? attribute_list(*s) : "?") << ". File: `include/symflow/" << e.file
-        << "`.\n\n"
-        << markdown_text(e.doc) << "\n";
-  }
-  std::cout << out.str();
+int ops_command(const request&) {
+  std::cout << cli::op_reference();
   return 0;
 }
 
 // One line of at most 1000 bytes, whatever the message holds (control characters escaped).
 std::string one_line(std::string_view s) { return detail::excerpt(s, 1000); }
 
-int dispatch(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (const auto& a : args)
-    if (a == "--help" || a == "-h") {
-      std::cout << usage_text;
-      return 0;
+struct command {
+  std::string_view name, brief, summary, examples;
+  int (*run)(const request&);
+};
+
+// `text` broken into lines of at most `width` characters at spaces.
+std::string wrapped(std::string_view text, std::size_t width = 100) {
+  std::string out, line;
+  std::istringstream words{std::string(text)};
+  for (std::string w; words >> w;) {
+    if (!line.empty() && line.size() + 1 + w.size() > width) {
+      out += line + "\n";
+      line.clear();
     }
-  if (args.empty()) throw usage_error("no command given (see symflow --help)");
-  const std::string command = args.front();
-  args.erase(args.begin());
-  if (command == "inspect") return inspect_command(args);
-  if (command == "dot") return dot_command(args);
-  if (command == "run") return run_command(args);
-  if (command == "grad") return grad_command(args);
-  if (command == "convert") return convert_command(args);
-  if (command == "export") return export_command(args);
-  if (command == "import") return import_command(args);
-  if (command == "ops") return ops_command(args);
-  throw usage_error("unknown command '" + command +
-                    "' (commands: inspect, dot, run, grad, convert, export, import, ops; see symflow --help)");
+    line += (line.empty() ? "" : " ") + w;
+  }
+  return out + line + "\n";
+}
+
+constexpr command commands[] = {
+    {"inspect", "counts, leaves, ops, scopes and outputs of a graph file",
+     "Counts, inputs, parameters (with the total element count), constants, ops by name, nodes per name "
+                "scope, outputs with their types.",
+     "  symflow inspect model.sfg\n", inspect_command},
+    {"dot", "the graph as Graphviz text, one cluster per name scope",
+     "Graphviz text on stdout: one cluster per name scope, dtype and shape on every edge.",
+     "  symflow dot model.sfg | dot -Tsvg -o model.svg\n", dot_command},
+    {"run", "evaluate a graph on .npy feeds",
+     "Evaluates the graph with the interpreter. Every input needs a --feed; a --feed naming a parameter "
+            "replaces the value embedded in the file (a parameter without an embedded value needs one). A feed of "
+            "another dtype of the same kind is converted to the graph's: int64 labels to int32 (every value must "
+            "fit), float64 to float32 (rounded). Prints each output's index, name, dtype and shape (and its value "
+            "if it is a scalar); with --out, writes DIR/output_0.npy, DIR/output_1.npy, ...",
+     "  symflow run model.sfg --feed x=images.npy --feed y=labels.npy\n"
+     "  symflow run model.sfg --feed x=images.npy --feed W=trained_W.npy --out results/\n",
+     run_command},
+    {"grad", "differentiate a graph with respect to inputs or parameters",
+     "Differentiates the graph: OUT has FILE's outputs followed by the gradient of one output (a floating "
+             "scalar; --of, by index or node name, default 0) with respect to each --wrt input or parameter. OUT is "
+             "JSON if its name ends in .json, binary if it ends in .sfg, else in FILE's form.",
+     "  symflow grad model.sfg --wrt W --wrt b -o model_grad.sfg\n"
+     "  symflow grad model.sfg --of loss --wrt W -o model_grad.json\n",
+     grad_command},
+    {"convert", "rewrite a graph file in the other form (JSON, binary)",
+     "Rewrites a graph file in the other form (JSON -> binary, binary -> JSON); an OUT name ending in .json "
+                "or .sfg chooses the form. Embedded parameter values are kept.",
+     "  symflow convert model.sfg model.json\n", convert_command},
+    {"export", "write a graph as an ONNX model",
+     "Writes the graph as an ONNX model (opset 17; docs/onnx.md). Parameters become initialisers with the "
+               "values of the checkpoint (.safetensors) or, without one, those embedded in FILE; others become graph "
+               "inputs. An op without an ONNX form is an error naming every such node.",
+     "  symflow export model.json model.onnx --params checkpoint.safetensors\n", export_command},
+    {"import", "read an ONNX model as a graph file",
+     "Reads an ONNX model (opsets 1 to 17; docs/onnx.md) as a graph value and writes it to OUT (JSON if "
+               "its name ends in .json, else binary). Floating-point initialisers become parameters with their values "
+               "embedded; graph inputs become inputs. An ONNX node that cannot be read is an error naming every such "
+               "node and why.",
+     "  symflow import model.onnx model.sfg\n", import_command},
+    {"ops", "the op reference as Markdown (docs/ops.md)",
+     "The op reference as Markdown on stdout: every op of the op list, sorted by name, with its kind, operand "
+            "count, attributes and the doc string of its own file (docs/ops.md is this output). Exits 1, naming them, "
+            "if some op has no doc string.",
+     "  symflow ops > docs/ops.md\n", ops_command},
+};
+
+// The command line as CLI11 reads it: one subcommand per command, its positionals and options
+// bound to the request.
+void describe(CLI::App& app, request& r) {
+  app.description("symflow: inspect, draw, run, differentiate, convert, export and import graph files.");
+  app.footer(std::string(overview));
+  app.require_subcommand(1, 1);
+  for (const command& c : commands) {
+    CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.brief));
+    sub->footer(wrapped(c.summary) + "\nExamples:\n" + std::string(c.examples));
+    const std::string_view n = c.name;
+    if (n == "ops") continue;
+    const bool two_files = n == "convert" || n == "export" || n == "import";
+    sub->add_option(n == "import" ? "MODEL" : n == "convert" ? "IN" : "FILE", r.file,
+                    n == "import" ? "an ONNX model (.onnx)" : "a graph file (.sfg binary or .json)")
+        ->required();
+    if (two_files) sub->add_option(n == "export" ? "OUT.onnx" : "OUT", r.second, "the file to write")->required();
+    if (n == "run") {
+      sub->add_option("--feed", r.feeds, "NAME=PATH.npy: the value of an input or parameter (repeat for each)")
+          ->allow_extra_args(false)
+          ->type_name("NAME=PATH");
+      sub->add_option("--out", r.out_dir, "write every output to DIR/output_K.npy")->type_name("DIR");
+    } else if (n == "grad") {
+      sub->add_option("--wrt", r.wrt, "an input or parameter to differentiate with respect to (repeat for each)")
+          ->allow_extra_args(false)
+          ->required()
+          ->type_name("NAME");
+      sub->add_option("--of", r.of, "the output to differentiate: its index or its node's name (default 0)")
+          ->type_name("OUTPUT");
+      sub->add_option("-o", r.out_file, "the graph file to write")->required()->type_name("OUT");
+    } else if (n == "export") {
+      sub->add_option("--params", r.params, "a checkpoint (.safetensors) with the parameters' values")
+          ->type_name("CHECKPOINT");
+    }
+  }
+}
+
+int dispatch(int argc, char** argv) {
+  CLI::App app{"", "symflow"};
+  request r;
+  describe(app, r);
+  // The command named first, for messages: CLI11 reports a missing positional without it.
+  std::string name;
+  if (argc > 1 && argv[1][0] != '-') {
+    name = argv[1];
+    if (std::none_of(std::begin(commands), std::end(commands), [&](const command& c) { return c.name == name; }))
+      throw usage_error("unknown command '" + detail::excerpt(name, 200) +
+                        "' (commands: inspect, dot, run, grad, convert, export, import, ops; see symflow --help)");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << (name.empty() ? app.help() : app.get_subcommand(name)->help("symflow"));
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    if (name.empty()) throw usage_error("no command given (see symflow --help)");
+    throw usage_error(name + ": " + e.what() + " (see symflow " + name + " --help)");
+  }
+  for (const command& c : commands)
+    if (app.got_subcommand(std::string(c.name))) return c.run(r);
+  throw usage_error("no command given (see symflow --help)");
 }
 
 }  // namespace

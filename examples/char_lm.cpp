@@ -21,10 +21,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include <symflow/data/text.hpp>
 
@@ -39,29 +42,29 @@ using char_lm::batch;
 using char_lm::window;
 
 namespace {
-char_lm::flags parse(int argc, char** argv) {
+// The command line (CLI11): nullopt after --help, which prints the help.
+std::optional<char_lm::flags> parse(int argc, char** argv) {
   char_lm::flags f;
   f.data = std::string(fortunes_directory);
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string_view flag = argv[i];
-    const char* value = argv[i + 1];
-    const auto number = [&] {
-      char* end = nullptr;
-      const unsigned long long v = std::strtoull(value, &end, 10);
-      if (end == value || *end || value[0] == '-') throw value_error(std::string(flag) + " needs a non-negative integer");
-      return std::size_t(v);
-    };
-    if (flag == "--model") f.model = value;
-    else if (flag == "--steps") f.steps = number();
-    else if (flag == "--eval-every") f.eval_every = number();
-    else if (flag == "--sample") f.sample = number();
-    else if (flag == "--limit-bytes") f.limit_bytes = number();
-    else if (flag == "--seed") f.seed = number();
-    else if (flag == "--data") f.data = value;
-    else if (flag == "--export") f.export_dir = value;
-    else throw value_error("unknown flag " + std::string(flag));
+  CLI::App app{"A character-level language model on Debian's fortunes (docs/model_blocks.md).", argv[0]};
+  app.add_option("--model", f.model, "gru or transformer")->capture_default_str();
+  app.add_option("--steps", f.steps, "training steps (Adam, cosine decay)")->capture_default_str();
+  app.add_option("--eval-every", f.eval_every, "steps between held-out evaluations")->capture_default_str();
+  app.add_option("--sample", f.sample, "characters of text to sample at the end")->capture_default_str();
+  app.add_option("--limit-bytes", f.limit_bytes, "read at most N bytes of the corpus (0: all)")->capture_default_str();
+  app.add_option("--seed", f.seed, "initial weights, windows and sampling")->capture_default_str();
+  app.add_option("--data", f.data, "the fortunes folder")->capture_default_str();
+  app.add_option("--export", f.export_dir, "write the trained model, feeds and its logits there as a graph value")
+      ->type_name("DIR");
+  app.footer("Examples:\n  char_lm --model gru --steps 300\n  char_lm --model transformer --steps 2000 --export run/lm\n");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    throw value_error(std::string(e.what()) + " (see --help)");
   }
-  if (argc % 2 == 0) throw value_error("every flag takes a value: " + std::string(argv[argc - 1]));
   if (f.eval_every == 0) throw value_error("--eval-every must be at least 1");
   if (f.model != "gru" && f.model != "transformer") throw value_error("--model is gru or transformer, not " + f.model);
   return f;
@@ -69,7 +72,9 @@ char_lm::flags parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const char_lm::flags f = parse(argc, argv);
+  const std::optional<char_lm::flags> parsed = parse(argc, argv);
+  if (!parsed) return 0;
+  const char_lm::flags& f = *parsed;
   std::string text;
   try {
     text = read_fortunes(f.data, f.limit_bytes);

@@ -146,9 +146,9 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
   training_flags f;
   try {
     f = parse_flags(argc, argv, defaults);
-  } catch (const usage_error& e) {
-    if (*e.what()) std::cerr << argv[0] << ": " << e.what() << "\n";
-    std::cerr << usage(argv[0], defaults);
+  } catch (const usage_error& e) {  // an empty message: --help
+    if (!*e.what()) std::cout << usage(argv[0], defaults);
+    else std::cerr << argv[0] << ": " << e.what() << " (see --help)\n";
     return *e.what() ? exit_usage : 0;
   }
   if (f.distributed) ranks.start_distributed(argc, argv);

@@ -74,8 +74,11 @@ int run(int argc, char** argv) {
   try {
     f = examples::parse_flags(argc, argv, defaults);
   } catch (const examples::usage_error& e) {
-    if (*e.what()) std::cerr << argv[0] << ": " << e.what() << "\n";
-    std::cerr << examples::usage(argv[0], defaults)
+    if (*e.what()) {
+      std::cerr << argv[0] << ": " << e.what() << " (see --help)\n";
+      return examples::exit_usage;
+    }
+    std::cout << examples::usage(argv[0], defaults)
               << "the data are synthetic: " << train_examples << " training and " << test_examples
               << " test examples of y = 4x + 2 + N(0, 0.1^2); --data is ignored.\n"
               << "the summaries here: R^2 in place of accuracy, w and b as scalars rather than histograms.\n";

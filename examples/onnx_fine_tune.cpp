@@ -21,8 +21,11 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include <symflow/data/mnist.hpp>
 #include <symflow/data/normalize.hpp>
@@ -44,40 +47,32 @@ struct flags {
   double learning_rate = 1e-4;
 };
 
-flags parse(int argc, char** argv) {
+// The command line (CLI11): nullopt after --help, which prints the help.
+std::optional<flags> parse(int argc, char** argv) {
   flags f;
-  auto count = [](const std::string& flag, const char* text) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(text, &end, 10);
-    if (end == text || *end || text[0] == '-' || v == 0) throw value_error(flag + " needs a positive integer, got '" + text + "'");
-    return std::size_t(v);
-  };
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag.rfind("--", 0) != 0) {
-      if (!f.model.empty()) throw value_error("one model only, got '" + f.model + "' and '" + flag + "'");
-      f.model = flag;
-      continue;
-    }
-    if (i + 1 >= argc) throw value_error(flag + " needs a value");
-    const char* value = argv[++i];
-    if (flag == "--out") f.out = value;
-    else if (flag == "--data") f.data = value;
-    else if (flag == "--checkpoint") f.checkpoint = value;
-    else if (flag == "--reference") f.reference = value;
-    else if (flag == "--epochs") f.epochs = count(flag, value);
-    else if (flag == "--batch") f.batch = count(flag, value);
-    else if (flag == "--limit") f.limit = count(flag, value);
-    else if (flag == "--stop-after") f.stop_after = count(flag, value);
-    else if (flag == "--lr") {
-      char* end = nullptr;
-      f.learning_rate = std::strtod(value, &end);
-      if (end == value || *end || !(f.learning_rate > 0)) throw value_error(std::string("--lr needs a positive number, got '") + value + "'");
-    } else {
-      throw value_error("unknown flag " + flag);
-    }
+  CLI::App app{"Fine-tunes a classifier read from ONNX on Fashion-MNIST and exports it again (docs/onnx.md).",
+               argv[0]};
+  app.add_option("MODEL", f.model, "the ONNX model (.onnx)")->required();
+  app.add_option("--out", f.out, "write the fine-tuned model there as ONNX")->type_name("OUT.onnx");
+  app.add_option("--data", f.data, "the folder of the Fashion-MNIST .gz files")->capture_default_str();
+  app.add_option("--checkpoint", f.checkpoint, "saved after every epoch; resumed from when it exists")
+      ->type_name("PATH");
+  app.add_option("--reference", f.reference, "compare the imported model's logits with these (.npy)")
+      ->type_name("PATH");
+  app.add_option("--epochs", f.epochs, "passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--batch", f.batch, "examples per step")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--limit", f.limit, "train and test on the first N examples")->type_name("N")->check(CLI::PositiveNumber);
+  app.add_option("--stop-after", f.stop_after, "end after epoch N as if interrupted")->type_name("N")->check(CLI::PositiveNumber);
+  app.add_option("--lr", f.learning_rate, "Adam's learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  app.footer("Examples:\n  onnx_fine_tune model.onnx --epochs 1 --out tuned.onnx\n");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    throw value_error(std::string(e.what()) + " (see --help)");
   }
-  if (f.model.empty()) throw value_error("no model given");
   return f;
 }
 
@@ -143,7 +138,9 @@ bool matches_reference(const graph& imported, const params& weights, const std::
 }
 
 int run(int argc, char** argv) {
-  const flags f = parse(argc, argv);
+  const std::optional<flags> parsed = parse(argc, argv);
+  if (!parsed) return 0;
+  const flags& f = *parsed;
   graph model = load_onnx(f.model);
   if (model.inputs.size() != 1 || model.outputs.size() != 1)
     throw value_error(f.model + ": the model must take one input (images [N, 784]) and give one output (logits)");

@@ -1,11 +1,11 @@
 #pragma once
 // The command line of the Fashion-MNIST classifier examples (classifier_training.hpp): the flags,
-// their defaults, the usage text and the parser, which refuses what it does not understand.
-#include <cerrno>
+// their defaults, the help text and the parser (CLI11), which refuses what it does not understand.
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <string_view>
+
+#include <CLI/CLI.hpp>
 
 #include <symflow/core/error.hpp>
 #include <symflow/data/mnist.hpp>
@@ -39,67 +39,69 @@ class usage_error : public error {
   using error::error;
 };
 
-inline std::string usage(std::string_view program, const training_flags& d) {
-  return "usage: " + std::string(program) +
-         " [--epochs N] [--batch N] [--data DIR] [--device cpu|cuda] [--checkpoint PATH] [--limit N]\n"
-         "       [--lr RATE] [--optimizer sgd|momentum|adam] [--seed N] [--logdir DIR] [--log-every N] [--stop-after N]\n"
-         "       [--export DIR] [--threads N] [--distributed]\n"
-         "defaults: --epochs " + std::to_string(d.epochs) + " --batch " + std::to_string(d.batch) + " --data " + d.data +
-         " --lr " + std::to_string(d.learning_rate) + " --optimizer " + d.optimizer + " --seed " + std::to_string(d.seed) +
-         "\n--checkpoint PATH saves after every epoch and resumes from PATH when it exists;\n"
-         "--limit N trains and tests on the first N examples of each split (quick runs);\n"
-         "--stop-after N ends the run after epoch N as if it were interrupted (the schedule still spans --epochs);\n"
-         "--logdir DIR writes TensorBoard summaries there: loss and accuracy every --log-every batches\n"
-         "(default " + std::to_string(d.log_every) + ") and per epoch, test accuracy, parameter histograms, the model's graph;\n"
-         "--export DIR writes the trained inference model there: model.json (the logits' graph), model.safetensors\n"
-         "(its parameters), and test_images.npy, test_labels.npy, test_logits.npy (the first test batch, standardised,\n"
-         "and the typed model's logits for it); `symflow export DIR/model.json DIR/model.onnx --params\n"
-         "DIR/model.safetensors` makes an ONNX model of it (docs/onnx.md);\n"
-         "--distributed joins the ranks of `mpirun -np N` (docs/distributed.md): --batch is the global batch, each\n"
-         "rank trains on its share and the gradients are summed; rank 0 prints, logs, checkpoints and exports.\n";
+// The flags as CLI11 (Debian's libcli11-dev) reads them, bound to `f`; their defaults are f's values.
+inline void describe_flags(CLI::App& app, training_flags& f) {
+  app.description("Trains a classifier on Fashion-MNIST and reports its test accuracy (docs/training.md).");
+  app.add_option("--epochs", f.epochs, "passes over the training set")->capture_default_str();
+  app.add_option("--batch", f.batch, "examples per step (with --distributed: the global batch)")
+      ->capture_default_str();
+  app.add_option("--data", f.data, "the folder of the four Fashion-MNIST .gz files")->capture_default_str();
+  app.add_option("--device", f.device, "cpu or cuda")->capture_default_str();
+  app.add_option("--checkpoint", f.checkpoint, "saved after every epoch; resumed from when it exists")
+      ->type_name("PATH");
+  app.add_option("--limit", f.limit, "train and test on the first N examples of each split (quick runs)")
+      ->type_name("N");
+  app.add_option("--lr", f.learning_rate, "the learning rate (cosine decay over the run)")->capture_default_str();
+  app.add_option("--optimizer", f.optimizer, "sgd, momentum or adam")->capture_default_str();
+  app.add_option("--seed", f.seed, "initial weights and shuffling")->capture_default_str();
+  app.add_option("--logdir", f.logdir,
+                 "TensorBoard summaries: loss and accuracy every --log-every batches and per epoch, test "
+                 "accuracy, parameter histograms, the model's graph")
+      ->type_name("DIR");
+  app.add_option("--log-every", f.log_every, "batches between batch-level summaries")->capture_default_str();
+  app.add_option("--stop-after", f.stop_after,
+                 "end the run after epoch N as if it were interrupted (the schedule still spans --epochs)")
+      ->type_name("N");
+  app.add_option("--export", f.export_dir,
+                 "write the trained inference model there: model.json (the logits' graph), model.safetensors, "
+                 "and the first test batch's images, labels and logits as .npy")
+      ->type_name("DIR");
+  app.add_option("--threads", f.threads, "OpenMP threads per process (0: OpenMP's default)")->capture_default_str();
+  app.add_flag("--distributed", f.distributed,
+               "join the ranks of `mpirun -np N` (docs/distributed.md): each rank trains on its share of a batch "
+               "and the gradients are summed; rank 0 prints, logs, checkpoints and exports");
+  app.footer(
+      "Examples:\n"
+      "  " + app.get_name() + " --epochs 2 --limit 2000\n"
+      "  " + app.get_name() + " --checkpoint run/ckpt.safetensors --logdir run/logs\n"
+      "  mpirun -np 2 " + app.get_name() + " --distributed --threads 1\n"
+      "  symflow export DIR/model.json DIR/model.onnx --params DIR/model.safetensors   (after --export DIR)\n");
 }
 
+// The help text, with `defaults` shown as the defaults.
+inline std::string usage(std::string_view program, const training_flags& defaults) {
+  training_flags f = defaults;
+  CLI::App app{"", std::string(program)};
+  describe_flags(app, f);
+  return app.help();
+}
+
+// The flags of argv over `flags`' values; usage_error with an empty message for --help, with the
+// reason for anything CLI11 or the checks below refuse.
 inline training_flags parse_flags(int argc, char** argv, training_flags flags) {
-  auto number = [](std::string_view flag, const char* text) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-') throw usage_error(std::string(flag) + " needs a non-negative integer, got '" + text + "'");
-    return std::size_t(v);
-  };
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") throw usage_error("");
-    if (flag == "--distributed") {
-      flags.distributed = true;
-      continue;
-    }
-    if (i + 1 >= argc) throw usage_error("unknown flag or missing value: " + std::string(flag));
-    const char* value = argv[++i];
-    if (flag == "--epochs") flags.epochs = number(flag, value);
-    else if (flag == "--batch") flags.batch = number(flag, value);
-    else if (flag == "--data") flags.data = value;
-    else if (flag == "--device") flags.device = value;
-    else if (flag == "--checkpoint") flags.checkpoint = value;
-    else if (flag == "--logdir") flags.logdir = value;
-    else if (flag == "--export") flags.export_dir = value;
-    else if (flag == "--log-every") flags.log_every = number(flag, value);
-    else if (flag == "--limit") flags.limit = number(flag, value);
-    else if (flag == "--seed") flags.seed = number(flag, value);
-    else if (flag == "--threads") flags.threads = number(flag, value);
-    else if (flag == "--stop-after") flags.stop_after = number(flag, value);
-    else if (flag == "--optimizer") flags.optimizer = value;
-    else if (flag == "--lr") {
-      char* end = nullptr;
-      flags.learning_rate = std::strtod(value, &end);
-      if (end == value || *end || !(flags.learning_rate > 0)) throw usage_error(std::string("--lr needs a positive number, got '") + value + "'");
-    } else {
-      throw usage_error("unknown flag: " + std::string(flag));
-    }
+  CLI::App app{"", argc > 0 ? argv[0] : "example"};
+  describe_flags(app, flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    throw usage_error("");
+  } catch (const CLI::ParseError& e) {
+    throw usage_error(e.what());
   }
   if (flags.batch == 0) throw usage_error("--batch must be at least 1");
   if (flags.limit == 0) throw usage_error("--limit must be at least 1");
   if (flags.log_every == 0) throw usage_error("--log-every must be at least 1");
+  if (!(flags.learning_rate > 0)) throw usage_error("--lr needs a positive number, got " + std::to_string(flags.learning_rate));
   if (flags.device != "cpu" && flags.device != "cuda") throw usage_error("--device is cpu or cuda, got '" + flags.device + "'");
   if (flags.optimizer != "sgd" && flags.optimizer != "momentum" && flags.optimizer != "adam")
     throw usage_error("--optimizer is sgd, momentum or adam, got '" + flags.optimizer + "'");

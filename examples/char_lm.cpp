@@ -27,14 +27,13 @@
 #include <string_view>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include <symflow/data/text.hpp>
 
 #include <symflow/train/metrics.hpp>
 #include <symflow/train/progress.hpp>
 
 #include "char_lm.hpp"
+#include "command_line.hpp"
 #include "export_files.hpp"
 
 using namespace symflow;
@@ -57,13 +56,9 @@ std::optional<char_lm::flags> parse(int argc, char** argv) {
   app.add_option("--export", f.export_dir, "write the trained model, feeds and its logits there as a graph value")
       ->type_name("DIR");
   app.footer("Examples:\n  char_lm --model gru --steps 300\n  char_lm --model transformer --steps 2000 --export run/lm\n");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
+  if (!examples::parse_command_line(app, argc, argv)) {
     std::cout << app.help();
     return std::nullopt;
-  } catch (const CLI::ParseError& e) {
-    throw value_error(std::string(e.what()) + " (see --help)");
   }
   if (f.eval_every == 0) throw value_error("--eval-every must be at least 1");
   if (f.model != "gru" && f.model != "transformer") throw value_error("--model is gru or transformer, not " + f.model);

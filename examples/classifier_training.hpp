@@ -148,7 +148,7 @@ int run_training(int argc, char** argv, const Model& m, const training_flags& de
     f = parse_flags(argc, argv, defaults);
   } catch (const usage_error& e) {  // an empty message: --help
     if (!*e.what()) std::cout << usage(argv[0], defaults);
-    else std::cerr << argv[0] << ": " << e.what() << " (see --help)\n";
+    else std::cerr << argv[0] << ": " << e.what() << "\n";
     return *e.what() ? exit_usage : 0;
   }
   if (f.distributed) ranks.start_distributed(argc, argv);

@@ -75,7 +75,7 @@ int run(int argc, char** argv) {
     f = examples::parse_flags(argc, argv, defaults);
   } catch (const examples::usage_error& e) {
     if (*e.what()) {
-      std::cerr << argv[0] << ": " << e.what() << " (see --help)\n";
+      std::cerr << argv[0] << ": " << e.what() << "\n";
       return examples::exit_usage;
     }
     std::cout << examples::usage(argv[0], defaults)

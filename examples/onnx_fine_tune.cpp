@@ -25,8 +25,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include <symflow/data/mnist.hpp>
 #include <symflow/data/normalize.hpp>
 #include <symflow/io/json.hpp>
@@ -36,6 +34,8 @@
 #include <symflow/train/all.hpp>
 #include <symflow/train/checkpoint.hpp>
 #include <symflow/train/graph_training.hpp>
+
+#include "command_line.hpp"
 
 using namespace symflow;
 
@@ -65,13 +65,9 @@ std::optional<flags> parse(int argc, char** argv) {
   app.add_option("--stop-after", f.stop_after, "end after epoch N as if interrupted")->type_name("N")->check(CLI::PositiveNumber);
   app.add_option("--lr", f.learning_rate, "Adam's learning rate")->capture_default_str()->check(CLI::PositiveNumber);
   app.footer("Examples:\n  onnx_fine_tune model.onnx --epochs 1 --out tuned.onnx\n");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
+  if (!examples::parse_command_line(app, argc, argv)) {
     std::cout << app.help();
     return std::nullopt;
-  } catch (const CLI::ParseError& e) {
-    throw value_error(std::string(e.what()) + " (see --help)");
   }
   return f;
 }

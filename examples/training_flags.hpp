@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "command_line.hpp"
+
 #include <symflow/core/error.hpp>
 #include <symflow/data/mnist.hpp>
 
@@ -91,13 +93,7 @@ inline std::string usage(std::string_view program, const training_flags& default
 inline training_flags parse_flags(int argc, char** argv, training_flags flags) {
   CLI::App app{"", argc > 0 ? argv[0] : "example"};
   describe_flags(app, flags);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    throw usage_error("");
-  } catch (const CLI::ParseError& e) {
-    throw usage_error(e.what());
-  }
+  if (!parse_command_line<usage_error>(app, argc, argv)) throw usage_error("");
   if (flags.batch == 0) throw usage_error("--batch must be at least 1");
   if (flags.limit == 0) throw usage_error("--limit must be at least 1");
   if (flags.log_every == 0) throw usage_error("--log-every must be at least 1");

@@ -5,6 +5,8 @@
 // Compile time matters (every distinct expression type instantiates the fused evaluator), so the
 // checks go through a few typed helpers that take the expression as a lambda and loop over sizes
 // and data at run time.
+#include <cstring>
+
 #include "elementwise_support.hpp"
 
 // ---------------------------------------------------------------------------------------------
@@ -45,6 +47,48 @@ void check_nan_at_every_position() {
 TEST(ElementwiseIeee, NanPropagatesThroughMaximumMinimumReluSignAtEveryPosition) {
   check_nan_at_every_position<float>();
   check_nan_at_every_position<double>();
+}
+
+// where over comparisons (and / or / not of them) runs on packets (a lane mask selects each lane's
+// bits): the same bits as the scalar rule at every length and position, with NaN, infinities, -0
+// and NaN payloads among the operands, on both branches.
+namespace {
+template <class T>
+void check_selects_match_scalar() {
+  const auto a = sf::placeholder<"a", T, shape<dyn>>();
+  const auto b = sf::placeholder<"b", T, shape<dyn>>();
+  std::mt19937_64 engine(17);
+  std::uniform_int_distribution<int> pick(0, 9);
+  std::normal_distribution<double> normal;
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), T(-0.0), T(0.0), T(1)};
+  for (std::size_t n : {1u, 3u, 15u, 16u, 17u, 33u, 67u, 1000u, 40009u}) {
+    dyn_tensor<T, 1> av(sf::extents_t<1>{n}, T(0)), bv(sf::extents_t<1>{n}, T(0));
+    for (std::size_t i = 0; i < n; ++i) {
+      av[i] = pick(engine) < 3 ? specials[std::size_t(pick(engine)) % 6] : T(normal(engine));
+      bv[i] = pick(engine) < 3 ? specials[std::size_t(pick(engine)) % 6] : T(normal(engine));
+    }
+    const auto r1 = sf::eval(sf::where(a < b, a, b * T(2)), a = av, b = bv);
+    const auto r2 = sf::eval(sf::where(sf::logical_and(a >= T(0), sf::logical_not(b > a)), a - b, T(0)), a = av, b = bv);
+    const auto r3 = sf::eval(sf::where(sf::logical_or(sf::not_equal(a, b), a <= b), a, b), a = av, b = bv);
+    const auto r4 = sf::eval(sf::where(sf::equal(a, T(0)), T(1), a), a = av, b = bv);
+    for (std::size_t i = 0; i < n; ++i) {
+      const T x = av[i], y = bv[i];
+      const T want[4] = {x < y ? x : T(y * T(2)), (x >= T(0) && !(y > x)) ? T(x - y) : T(0), (x != y || x <= y) ? x : y,
+                         x == T(0) ? T(1) : x};
+      const T got[4] = {r1[i], r2[i], r3[i], r4[i]};
+      for (int k = 0; k < 4; ++k)
+        ASSERT_EQ(std::memcmp(&want[k], &got[k], sizeof(T)), 0)
+            << "select " << k + 1 << ", n " << n << ", element " << i << ": a " << x << ", b " << y << ": " << got[k]
+            << " vs " << want[k];
+    }
+  }
+}
+}  // namespace
+
+TEST(ElementwiseIeee, SelectsOverComparisonsMatchTheScalarRuleBitForBit) {
+  check_selects_match_scalar<float>();
+  check_selects_match_scalar<double>();
 }
 
 TEST(ElementwiseIeee, SignedZerosAndInfinities) {

@@ -10,11 +10,13 @@
 // of symflow's at hand: op files include this one outside that mode only, and the NVRTC prelude
 // (cuda/include/symflow/cuda/nvrtc/prelude.hpp) supplies comparison_result's stand-in there.
 #include "../expr/elementwise.hpp"
+#include "packet_math.hpp"
 
 namespace symflow {
 
-// A comparison of two operands of one dtype: a bool mask, computed by the scalar function alone (no
-// packet form), with no gradient (it is piecewise constant, so neither operand gets an adjoint).
+// A comparison of two operands of one dtype: a bool mask, with no packet form of its own (a bool
+// has no SIMD lane); each comparison's file gives `mask_packet`, its result as a lane mask over its
+// operands' packets, which a select in a fused loop reads (eval/cpu/node_evaluators.hpp). No gradient (it is piecewise constant, so neither operand gets an adjoint).
 struct comparison_result : mask_result {
   static constexpr bool is_comparison = true;
 

@@ -22,6 +22,14 @@ struct less_equal_op : comparison_result {
   SYMFLOW_HD static auto apply(T a, T b) {
     return a <= b;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
+  // The same comparison on packets, as a mask of all-ones or zero lanes (where's select reads it).
+  template <class P>
+  static P mask_packet(const P& a, const P& b) {
+    namespace pm = simd::pm;
+    return pm::pcmp_le(a, b);
+  }
+#endif
 };
 }  // namespace ops
 #ifndef SYMFLOW_SCALAR_ONLY

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "../expr/elementwise.hpp"
+#include "packet_math.hpp"
 #endif
 
 namespace symflow {
@@ -24,6 +25,14 @@ struct logical_not_op : mask_result {
   SYMFLOW_HD static bool apply(T x) {
     return !x;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
+  // On lane masks (a comparison's mask_packet): the mask of the result.
+  template <class P>
+  static P mask_of_masks(const P& a) {
+    namespace pm = simd::pm;
+    return pm::pandnot(pm::ptrue(a), a);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   // Derivative rule: adjoint of the operand given the upstream adjoint g and this node's value y.
   template <class G, class Y, class X>

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "../expr/elementwise.hpp"
+#include "packet_math.hpp"
 #endif
 
 namespace symflow {
@@ -26,6 +27,14 @@ struct logical_or_op : mask_result {
   SYMFLOW_HD static bool apply(T a, T b) {
     return a || b;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
+  // On lane masks (a comparison's mask_packet): the mask of the result.
+  template <class P>
+  static P mask_of_masks(const P& a, const P& b) {
+    namespace pm = simd::pm;
+    return pm::por(a, b);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   // Derivative rule: adjoints of (a, b) given the upstream adjoint g and this node's value y.
   template <class G, class Y, class A, class B>

@@ -3,12 +3,14 @@
 #ifndef SYMFLOW_SCALAR_ONLY
 #include "../expr/elementwise.hpp"
 #include "../expr/rewrite.hpp"
+#include "packet_math.hpp"
 #endif
 
 namespace symflow {
 namespace ops {
 // Selects an operand's value with its bits (NaN payloads and -0 included); a NaN in the branch not
-// taken does not propagate. Scalar only (no packet form).
+// taken does not propagate. Its packet form (select_packet) takes the mask as lanes, which a fused loop
+// has where the mask is a comparison of floating operands (eval/cpu/node_evaluators.hpp).
 struct where_op {
   static constexpr std::string_view name = "where";
   static constexpr std::string_view onnx_op = "Where";  // its ONNX form (expr/onnx_form.hpp)
@@ -32,6 +34,14 @@ struct where_op {
   SYMFLOW_HD static T apply(bool mask, T a, T b) {
     return mask ? a : b;
   }
+#ifndef SYMFLOW_SCALAR_ONLY
+  // On packets, with the mask as lanes of all-ones or zero bits (a comparison's mask_packet): each
+  // lane's bits from a or b, as the scalar form copies them.
+  template <class P>
+  static P select_packet(const P& mask, const P& a, const P& b) {
+    return simd::pm::pselect(mask, a, b);
+  }
+#endif
 #ifndef SYMFLOW_SCALAR_ONLY
   // where(m, 0, 0) -> 0.
   template <class M, class A, class B>

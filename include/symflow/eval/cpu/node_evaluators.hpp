@@ -35,6 +35,29 @@ inline constexpr bool has_packet<Op, T, N, std::index_sequence<I...>> = [] {
   return requires(const simd::packet_t<T>& p) { Op::packet(((void)I, p)...); };
 }();
 
+// Selects over packets. A bool node has no packets, but one whose op gives its value as lane masks
+// over packets of U — a comparison of U operands (the op's mask_packet), or and / or / not of such
+// masks (mask_of_masks) — can feed a select (where's select_packet) that runs on packets of U.
+template <class E, class U>
+inline constexpr bool masks_over_v = requires { requires E::template masks_over<U>; };
+template <class Op, class U, class... C>
+inline constexpr bool compares_packets_v =
+    std::is_floating_point_v<U> && simd::vectorized<U> &&
+    requires(const simd::packet_t<U>& p) { Op::mask_packet(((void)sizeof(C*), p)...); } &&
+    ((C::vectorizable && std::is_same_v<typename C::value_type, U>) && ...);
+template <class Op, class U, class... C>
+inline constexpr bool combines_masks_v =
+    std::is_floating_point_v<U> && simd::vectorized<U> &&
+    requires(const simd::packet_t<U>& p) { Op::mask_of_masks(((void)sizeof(C*), p)...); } &&
+    (masks_over_v<C, U> && ...);
+template <class Op, class T, class... C>
+inline constexpr bool selects_packets_v = false;
+template <class Op, class T, class M, class A, class B>
+  requires std::is_floating_point_v<T> && requires(const simd::packet_t<T>& p) { Op::select_packet(p, p, p); }
+inline constexpr bool selects_packets_v<Op, T, M, A, B> =
+    masks_over_v<M, T> && A::vectorizable && B::vectorizable && std::is_same_v<typename A::value_type, T> &&
+    std::is_same_v<typename B::value_type, T>;
+
 // Ops may leave an operand unread (expand_as uses its second operand for its extents only):
 // such an operand is never prepared or bound, so nothing is computed for it.
 template <class Op, std::size_t I>
@@ -113,9 +136,15 @@ template <class Op, class T, std::size_t R, class... C>
 struct elementwise_eval {
   using value_type = T;
   static constexpr std::size_t rank = R;
+  // A select whose mask is a comparison of T packets (detail::selects_packets_v) runs on packets too.
+  static constexpr bool selects = detail::selects_packets_v<Op, T, C...>;
   static constexpr bool vectorizable =
-      detail::has_packet<Op, T, sizeof...(C)> && (C::vectorizable && ...) &&
-      (std::is_same_v<typename C::value_type, T> && ...);
+      selects || (detail::has_packet<Op, T, sizeof...(C)> && (C::vectorizable && ...) &&
+                  (std::is_same_v<typename C::value_type, T> && ...));
+  // For a bool node: whether its value comes as lane masks over packets of U (a select reads them).
+  template <class U>
+  static constexpr bool masks_over = std::is_same_v<T, bool> && (detail::compares_packets_v<Op, U, C...> ||
+                                                                 detail::combines_masks_v<Op, U, C...>);
   // A transcendental op (one that declares `costly`) in the tree: fused loops step four packets
   // at a time (fused_loop.hpp, latency_bound_v).
   static constexpr bool latency_bound = is_costly_op_v<Op> || (detail::latency_bound_v<C> || ...);
@@ -164,8 +193,23 @@ struct elementwise_eval {
   }
   template <class P, bool Dense = false>
   SYMFLOW_INLINE P packet(std::size_t j) const {
+    if constexpr (selects) {
+      return op.select_packet(get<0>(children).template mask_packet<P, Dense>(j), packet_of<1, P, Dense>(j),
+                              packet_of<2, P, Dense>(j));
+    } else {
+      return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return op.packet(packet_of<I, P, Dense>(j)...);
+      }(std::index_sequence_for<C...>{});
+    }
+  }
+  // This bool node's value as lanes of all-ones or zero bits over packets P (masks_over).
+  template <class P, bool Dense = false>
+  SYMFLOW_INLINE P mask_packet(std::size_t j) const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return op.packet(packet_of<I, P, Dense>(j)...);
+      if constexpr (requires(const P& p) { Op::mask_packet(((void)I, p)...); })
+        return op.mask_packet(packet_of<I, P, Dense>(j)...);
+      else
+        return op.mask_of_masks(get<I>(children).template mask_packet<P, Dense>(j)...);
     }(std::index_sequence_for<C...>{});
   }
 };

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <symflow/symflow.hpp>
 #include <symflow/train/all.hpp>
@@ -129,6 +131,49 @@ TEST(Optimizers, AdamMatchesReferenceWithBiasCorrection) {
     expect_close(r.a, state.view<float, big_shape>("m/W").data(), "m/W", s);
     expect_close(r.b, state.view<float, big_shape>("v/W").data(), "v/W", s);
   }
+}
+
+// A weight whose gradient turns to zero: its moments decay and, once the first falls below the
+// smallest normal float, are stored as zero instead of lingering as subnormals (update_rules.hpp);
+// until then they follow the float64 recursion. Tiny but normal gradients keep Adam's scale
+// invariance (a steady gradient of 1e-15 still moves its weight by about lr a step).
+TEST(Optimizers, AdamStoresNegligibleMomentsAsZero) {
+  const double lr = 0.01, b1 = 0.9, b2 = 0.999;
+  adam opt({.learning_rate = lr, .beta1 = b1, .beta2 = b2, .epsilon = 1e-30});
+  params model;
+  std::mt19937_64 engine(3);
+  initialize(model, b, uniform_init{-1, 1}, engine);
+  params state = opt.initial_state(model, b);
+  tensor<float, bias_shape> g;
+  const std::array<float, 7> first{1.f, -3.f, 0.5f, 1e-15f, -2e-15f, 1e-15f, 0.f};
+  std::copy(first.begin(), first.end(), g.begin());
+  std::array<double, 7> m{}, v{};
+  const float w5_before = model.view<float, bias_shape>("b").data()[5];
+  bool flushed = false;
+  for (int t = 1; t <= 1200; ++t) {
+    opt.step(model, state, std::tie(b), std::tie(g));
+    for (std::size_t i = 0; i < 7; ++i) {
+      m[i] = b1 * m[i] + (1 - b1) * g.data()[i];
+      v[i] = b2 * v[i] + (1 - b2) * double(g.data()[i]) * g.data()[i];
+    }
+    const float* ms = state.view<float, bias_shape>("m/b").data();
+    const float* vs = state.view<float, bias_shape>("v/b").data();
+    for (std::size_t i = 0; i < 7; ++i) {
+      ASSERT_TRUE(ms[i] == 0 || std::fpclassify(ms[i]) == FP_NORMAL) << "m[" << i << "] = " << ms[i] << " at step " << t;
+      ASSERT_TRUE(vs[i] == 0 || std::fpclassify(vs[i]) == FP_NORMAL) << "v[" << i << "] = " << vs[i] << " at step " << t;
+      if (std::abs(m[i]) >= 2 * std::numeric_limits<float>::min())
+        ASSERT_NEAR(ms[i], m[i], 1e-3 * std::abs(m[i])) << "m[" << i << "] at step " << t;
+      if (v[i] >= 2 * std::numeric_limits<float>::min())
+        ASSERT_NEAR(vs[i], v[i], 1e-3 * v[i]) << "v[" << i << "] at step " << t;
+      flushed = flushed || (i < 3 && ms[i] == 0);
+    }
+    if (t == 1) std::fill(g.begin(), g.begin() + 5, 0.f);  // 0..4 get zero gradients from now on
+  }
+  EXPECT_TRUE(flushed) << "after 1200 steps the decayed first moments of weights 0..2 are zero";
+  const float* ms = state.view<float, bias_shape>("m/b").data();
+  EXPECT_GT(ms[5], 0.f) << "a steady gradient of 1e-15 keeps its moment";
+  const float moved = w5_before - model.view<float, bias_shape>("b").data()[5];
+  EXPECT_NEAR(moved, 1200 * lr, 0.05 * 1200 * lr) << "and its weight moves by about lr a step";
 }
 
 TEST(Optimizers, RejectBadOptionsAndMismatchedState) {

@@ -11,6 +11,8 @@
 #include <symflow/graph/all.hpp>
 #include <symflow/ir/op_registry.hpp>
 
+#include "cli_onnx_mapping.hpp"
+
 namespace symflow::cli {
 
 // The op reference (symflow ops; docs/ops.md is its output). Everything comes from the op list:
@@ -107,7 +109,9 @@ inline std::string op_reference() {
          "some attributes are template arguments, as each entry says. The dtypes an entry names are the\n"
          "compute dtypes (f32, f64, i32, i64, bool); in a graph value an operand of a storage dtype (f16, bf16,\n"
          "i8, u8, i16, u16, u32, u64) is taken as the dtype it computes in and the result is stored back\n"
-         "(docs/dtypes.md); `cast` converts between any two dtypes.\n\n"
+         "(docs/dtypes.md); `cast` converts between any two dtypes. Each entry ends with the op's ONNX\n"
+         "mapping, found from its own form: the nodes a typical node is exported as (attributes can change\n"
+         "them) and the ONNX op types read back as it.\n\n"
          "| op | kind | operands |\n|---|---|---|\n";
   for (const auto& e : entries) {
     const op_schema* s = find_op_schema(e.name);
@@ -119,7 +123,8 @@ inline std::string op_reference() {
         << "Kind: " << (e.control_flow ? "control flow" : kind_word(e.kind)) << ". Operands: " << (s ? operand_count(*s) : "?")
         << ". Attributes: " << (s ? attribute_list(*s) : "?") << ". File: `include/symflow/" << e.file
         << "`.\n\n"
-        << markdown_text(e.doc) << "\n";
+        << markdown_text(e.doc) << "\n\n"
+        << onnx_mapping(e.name, s) << "\n";
   }
   return out.str();
 }

@@ -208,8 +208,15 @@ def case_ops(tool, data, reference):
     for section in sections:
         name, _, body = section.partition("\n")
         paragraphs = [p for p in body.split("\n\n") if p.strip()]
-        if len(paragraphs) < 2 or "Example" not in paragraphs[-1]:
+        if len(paragraphs) < 3 or "Example" not in paragraphs[-2]:
             fail("symflow ops: the section of %r has no doc paragraph ending with an example" % name)
+        if not paragraphs[-1].startswith("ONNX: ") or "onnx.md" not in paragraphs[-1]:
+            fail("symflow ops: the section of %r does not end with its ONNX mapping: %r" % (name, paragraphs[-1]))
+    for name, line in (("gelu", "a call of the function `symflow.gelu`"), ("conv2d", "read back from `Conv`"),
+                       ("dropout", "no ONNX form"), ("exp", "exported as `Exp`; read back from `Exp`")):
+        section = out.split("\n## %s\n" % name)[1].split("\n## ")[0]
+        if line not in section:
+            fail("symflow ops: the ONNX line of %r lacks %r" % (name, line))
     tool.refuses(["ops", "extra"], "ops: The following argument was not expected: extra")
     with open(reference, encoding="utf-8") as f:
         saved = f.read()

@@ -629,7 +629,7 @@ TEST(NodeInfo, FunctionsRecordWhereTheyAreWritten) {
   // Operators cannot take a location: outside any scope they have none.
   auto sum_node = x + x;
   EXPECT_FALSE(sum_node.info.has_location());
-  EXPECT_EQ(sum_node.info.location_string(), "<unknown location>");
+  EXPECT_EQ(sum_node.info.location_string(), "no source line: written with an operator outside any scope()");
   EXPECT_EQ(sum_node.info.scoped_name("add"), "add");
 }
 

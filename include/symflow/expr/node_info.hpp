@@ -30,7 +30,9 @@ struct node_info {
     return out;
   }
   std::string location_string() const {
-    if (!has_location()) return "<unknown location>";
+    // Says how to get a line: the node was written with an operator (+, *, ...), which cannot take
+    // a source location, outside any scope(); a scope around it lends it the scope's line.
+    if (!has_location()) return "no source line: written with an operator outside any scope()";
     return std::string(where.file_name()) + ":" + std::to_string(where.line());
   }
 };

@@ -84,7 +84,7 @@ auto tangent_of(const E& e, const T& t) {
 
 // jvp(f, x, v): the directional derivative of f at x along v (same shape as x), shaped like f.
 template <expression E, expression Leaf, class Tangent>
-auto jvp(const E& f, const Leaf& leaf, const Tangent& tangent) {
+auto jvp(const E& f, const Leaf& /*x: its type names the leaf*/, const Tangent& tangent) {
   static_assert(detail::differentiable_leaf<Leaf>::value,
                 "symflow: jvp differentiates with respect to floating-point placeholders and variables only");
   name_scope s("jvp");

@@ -13,7 +13,11 @@ foreach(name ${symflow_sanitize_programs})
   if(EXISTS "${PROJECT_SOURCE_DIR}/tests/${name}.cpp")
     add_test(NAME sanitize.${name} COMMAND "${symflow_sanitize_dir}/tests/${name}"
              WORKING_DIRECTORY "${symflow_sanitize_dir}/tests")
-    set_tests_properties(sanitize.${name} PROPERTIES LABELS sanitize ENVIRONMENT "${symflow_sanitize_env}" TIMEOUT 900)
+    set(environment ${symflow_sanitize_env})
+    if(name MATCHES "^cuda_emulation_")
+      list(APPEND environment "SYMFLOW_EMU_ORDER=reverse")  # the regular build runs them in forward order
+    endif()
+    set_tests_properties(sanitize.${name} PROPERTIES LABELS sanitize ENVIRONMENT "${environment}" TIMEOUT 900)
   endif()
 endforeach()
 find_program(SYMFLOW_PYTHON3 NAMES python3 HINTS /usr/bin)

@@ -25,6 +25,35 @@ TEST(RuntimeGrad, MlpWithSoftmaxCrossEntropyMatchesCompileTimeGradient) {
   expect_runtime_grad_matches(loss, std::tuple{W1, b1, W2}, rf, p, 1e-12, x = tx, y = ty);
 }
 
+// A rule yields adjoints for all its operands (matmul's for x too) and a reduction's rule gets its
+// value with the axes restored; what no output reads is not in the gradient graph.
+TEST(RuntimeGrad, GradientGraphHoldsOnlyWhatItsOutputsRead) {
+  auto x = placeholder<"x", double, shape<dyn, 3>>();
+  auto W = variable<"W", double, shape<3, 2>>();
+  auto loss = mean(tanh(matmul(x, W)));
+  const graph dg = differentiate(to_graph(loss), {"W"});
+  std::vector<bool> read(dg.value_count(), false);
+  for (const auto& n : dg.nodes)
+    for (auto i : n.inputs) read[i] = true;
+  for (auto o : dg.outputs) read[o] = true;
+  std::size_t matmuls = 0;
+  for (std::size_t k = 0; k < dg.nodes.size(); ++k) {
+    EXPECT_TRUE(read[dg.first_node_id() + k]) << dg.describe_value(std::uint32_t(dg.first_node_id() + k)) << " feeds nothing";
+    matmuls += dg.nodes[k].op == "matmul";
+  }
+  EXPECT_EQ(matmuls, 2u);  // the forward one and dW's; x's adjoint is not asked for
+  EXPECT_EQ(dg.inputs.size(), 1u);
+  EXPECT_EQ(dg.parameters.size(), 1u);
+  auto tx = random_tensor<double, shape<dyn, 3>>({5, 3}, 21);
+  params p;
+  p.set("W", random_tensor<double, shape<3, 2>>({}, 22));
+  runtime_feeds rf;
+  rf["x"] = runtime_tensor(tx);
+  auto out = interpreter(dg).run(rf, &p);
+  auto expected = eval(grad(loss, W), x = tx, p);
+  EXPECT_LE(max_abs_diff(out[1], expected.data(), expected.size()), 1e-12);
+}
+
 TEST(RuntimeGrad, LoadedGraphDifferentiatesWithUnknownBatchExtent) {
   auto x = placeholder<"x", float, shape<dyn, 8>>();
   auto W = variable<"W", float, shape<8, 2>>();

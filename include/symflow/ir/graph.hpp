@@ -188,6 +188,36 @@ inline bool subgraph::operator==(const subgraph& o) const {
   return body == o.body || (body && o.body && *body == *o.body);
 }
 
+// The graph without the nodes no output depends on, the others renumbered in their order. Leaves
+// (inputs, parameters, constants) all stay: they are the graph's interface, and a caller's feeds
+// and stores name them whether or not an output reads them. Node inputs refer to earlier ids
+// (validate), so one backward walk finds every live node.
+inline graph without_dead_nodes(const graph& g) {
+  const std::uint32_t first = g.first_node_id();
+  std::vector<bool> live(g.value_count(), false);
+  for (auto o : g.outputs)
+    if (o < live.size()) live[o] = true;
+  for (std::size_t k = g.nodes.size(); k-- > 0;)
+    if (live[first + k])
+      for (auto i : g.nodes[k].inputs)
+        if (i < live.size()) live[i] = true;
+  graph out;
+  out.inputs = g.inputs;
+  out.parameters = g.parameters;
+  out.constants = g.constants;
+  std::vector<std::uint32_t> id(g.value_count());
+  for (std::uint32_t i = 0; i < first; ++i) id[i] = i;
+  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    if (!live[first + k]) continue;
+    id[first + k] = first + std::uint32_t(out.nodes.size());
+    graph_node n = g.nodes[k];
+    for (auto& i : n.inputs) i = id[i];
+    out.nodes.push_back(std::move(n));
+  }
+  for (auto o : g.outputs) out.outputs.push_back(id[o]);
+  return out;
+}
+
 // --- conversions between typed tensors and graph_tensor ------------------------------------------
 
 template <class T, class S>

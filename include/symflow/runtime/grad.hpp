@@ -198,7 +198,11 @@ inline graph differentiate_uncached(const graph& source, const std::vector<std::
     if (adjoint[t]) outputs.push_back(*adjoint[t]);
     else outputs.push_back(b.apply(ops::expand_as_op::name, {b.literal(0.0, b.type_of(t).type, true), b.handle(t)}));
   }
-  return b.build(outputs);
+  // A rule yields the adjoints of all its operands, and a reduction's rule reads its value with the
+  // reduced axes restored; where the operand is not differentiated or the fragment does not read
+  // that value, those nodes feed no output. They go: a saved or drawn gradient graph holds only
+  // what its outputs need.
+  return without_dead_nodes(b.build(outputs));
 }
 
 // The gradient graph's leaves are g's, in g's order, then the rule fragments' constants: so a cached

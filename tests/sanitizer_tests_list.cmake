@@ -11,7 +11,8 @@
 # each under ASan) stay in the regular build, where they run too.
 set(symflow_sanitize_programs graph_serialize_test graph_npy_test checkpoint_test data_idx_test tensorboard_test
     histogram_bucketing_test op_ieee_law_test numerics_width_test reduction_wrap_test graph_kernel_dtypes_test
-    row_blocks_test graph_control_flow_test cuda_emulation_executor_test)
+    row_blocks_test graph_control_flow_test cuda_emulation_executor_test
+    cuda_emulation_runtime_test)
 # Of these, the suites whose results cannot depend on the SIMD width (file formats, summaries,
 # sub-graphs read from files) are not built a second time in the regular build when the sanitizer
 # job runs them (scripts/test.sh): the ASan + UBSan run is the stricter one.

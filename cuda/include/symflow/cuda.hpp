@@ -7,12 +7,14 @@
 //   auto h   = y.to_host();
 //
 // Device tensors and streams (runtime.hpp, device_tensor.hpp) are plain host C++ and also usable from
-// .cpp files; the evaluator (kernels) needs nvcc.
+// .cpp files; the evaluator (kernels) needs nvcc, or the host compiler with
+// SYMFLOW_CUDA_HOST_EMULATION (docs/cuda.md, "Host emulation of the execution model").
+#include "cuda/device_code.hpp"
 #include "cuda/runtime.hpp"
 #include "cuda/device_tensor.hpp"
 #include "cuda/placement_log.hpp"
 #include "cuda/profile.hpp"
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)  // nvcc, or the host-emulation build
 #include "cuda/device.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/evaluators.hpp"

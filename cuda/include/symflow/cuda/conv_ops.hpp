@@ -119,7 +119,7 @@ void launch_im2col(const ops::conv_detail::geometry& g, const T* x, T* col, std:
                    std::size_t group, cudaStream_t s) {
   const std::size_t total = count * g.pixels() * g.patch();
   if (total == 0) return;
-  dev::im2col_kernel<dev::canonical_t<T>><<<dev::grid_for(total, dev::block_threads), dev::block_threads, 0, s>>>(
+  SYMFLOW_LAUNCH(dev::grid_for(total, dev::block_threads), dev::block_threads, 0, s, dev::im2col_kernel<dev::canonical_t<T>>)(
       x, col, device_geometry(g), first, group * g.group_channels(), total);
   SYMFLOW_CUDA_CHECK_LAUNCH("im2col_kernel");
 }
@@ -231,9 +231,9 @@ struct kernel_impl<ops::conv2d_backprop_input_op<Stride, Padding, Dilation, Grou
         row_major_gemm<T>(ctx, false, true, count * rows, patch, g.group_filters(), ldy.data + n0 * rows * g.filters + o0,
                           g.filters, lw.data + o0, g.filters, T(0), dcol, patch);
         const std::size_t total = count * g.in_h * g.in_w * g.group_channels();
-        dev::col2im_gather_kernel<dev::canonical_t<T>><<<dev::grid_for(total, dev::block_threads), dev::block_threads, 0,
-                                                         ctx.stream>>>(dcol, out + n0 * g.input_image(), device_geometry(g),
-                                                                       group * g.group_channels(), total);
+        SYMFLOW_LAUNCH(dev::grid_for(total, dev::block_threads), dev::block_threads, 0, ctx.stream,
+                       dev::col2im_gather_kernel<dev::canonical_t<T>>)(
+            dcol, out + n0 * g.input_image(), device_geometry(g), group * g.group_channels(), total);
         SYMFLOW_CUDA_CHECK_LAUNCH("col2im_gather_kernel");
       }
     }

@@ -4,6 +4,8 @@
 // source locations), so that kernels can be instantiated on them. Each node evaluates one element
 // given frame coordinates (`at`), a linear index when every operand is dense (`flat`), or V
 // consecutive elements with vector loads (`vec`). Ops are asked for their scalar function only.
+#include "device_code.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -15,7 +17,7 @@
 
 namespace symflow::cuda::dev {
 
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)
 #define SYMFLOW_DEVICE __device__ __forceinline__
 #else
 #define SYMFLOW_DEVICE inline
@@ -40,7 +42,7 @@ struct alignas(sizeof(T) * V >= 16 ? 16 : sizeof(T) * V) vec {
   T v[V];
 };
 
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)
 // Plain loads, not __ldg: CUDA's __ldg is an `asm volatile`, which the compiler may neither merge nor
 // reorder, so a leaf read twice in one group (exp(z) in both a loss and its gradient, or in two
 // places of one gradient) was loaded, and everything computed from it recomputed, once per
@@ -143,7 +145,7 @@ struct leaf {
   using value_type = T;
   const T* p;
   std::size_t s[FR];
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)
   template <class Env, class I>
   SYMFLOW_DEVICE T at(const Env&, const coords<I, FR>& c) const {
     std::size_t off = 0;
@@ -166,7 +168,7 @@ struct leaf {
 template <class T, int FR, int K>
 struct leaf_slot {
   using value_type = T;
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)
   template <class Env, class I>
   SYMFLOW_DEVICE T at(const Env& env, const coords<I, FR>& c) const {
     std::size_t off = 0;
@@ -190,7 +192,7 @@ template <class T>
 struct scalar_ref {
   using value_type = T;
   const T* p;
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)
   template <class Env, class C>
   SYMFLOW_DEVICE T at(const Env&, const C&) const {
     return load(p);
@@ -214,7 +216,7 @@ struct scalar_ref {
 template <class T, int K>
 struct scalar_slot {
   using value_type = T;
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)
   template <class Env>
   SYMFLOW_DEVICE T value(const Env& env) const {
     return load(static_cast<const T*>(env.p[K]));
@@ -243,7 +245,7 @@ template <class T>
 struct literal {
   using value_type = T;
   T value;
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)
   template <class Env, class C>
   SYMFLOW_DEVICE T at(const Env&, const C&) const {
     return value;
@@ -267,7 +269,7 @@ struct literal {
 template <class T, long long Value>
 struct fixed_literal {
   using value_type = T;
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)
   template <class Env, class C>
   SYMFLOW_DEVICE T at(const Env&, const C&) const {
     return T(Value);
@@ -290,7 +292,7 @@ struct fixed_literal {
 template <class T>
 struct unread {
   using value_type = T;
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)
   template <class Env, class C>
   SYMFLOW_DEVICE T at(const Env&, const C&) const {
     return T{};
@@ -311,7 +313,7 @@ template <class Op, class T, class... C>
 struct map {
   using value_type = T;
   pack<C...> children;
-#if defined(__CUDACC__)
+#if defined(SYMFLOW_CUDA_DEVICE_CODE)
   template <class Env, class Crd>
   SYMFLOW_DEVICE T at(const Env& env, const Crd& c) const {
     return at_impl(env, c, std::index_sequence_for<C...>{});

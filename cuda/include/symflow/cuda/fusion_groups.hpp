@@ -4,6 +4,7 @@
 // through the reduce kernels with the fused operand read directly.
 #include <vector>
 
+#include "device_code.hpp"  // SYMFLOW_LAUNCH
 #include "evaluators.hpp"
 #include "profile.hpp"
 
@@ -75,21 +76,22 @@ void run_map_checked(H& root, Ctx& ctx, T* out, unsigned* flag) {
     const std::size_t threads = (n + V - 1) / V;
     const std::size_t blocks = (threads + dev::block_threads - 1) / dev::block_threads;
     log("map_dense_kernel", unsigned(blocks));
-    dev::map_dense_kernel<U, ev_t, env_t, V, Check><<<unsigned(blocks), dev::block_threads, 0, s>>>(out, d, env, n, flag);
+    SYMFLOW_LAUNCH(unsigned(blocks), dev::block_threads, 0, s, dev::map_dense_kernel<U, ev_t, env_t, V, Check>)(
+        out, d, env, n, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_dense_kernel");
   } else if (n <= std::size_t(UINT32_MAX)) {
     dev::index_frame<std::uint32_t> fi{int(f.rank), {}};
     for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = std::uint32_t(f.extents[a]);
     log("map_strided_kernel (32-bit index)", dev::grid_for(n, dev::block_threads));
-    dev::map_strided_kernel<U, ev_t, env_t, std::uint32_t, FR, Check>
-        <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, env, fi, n, flag);
+    SYMFLOW_LAUNCH(dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s, dev::map_strided_kernel<U, ev_t, env_t, std::uint32_t, FR, Check>)(
+        out, d, env, fi, n, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_strided_kernel");
   } else {
     dev::index_frame<std::uint64_t> fi{int(f.rank), {}};
     for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = f.extents[a];
     log("map_strided_kernel (64-bit index)", dev::grid_for(n, dev::block_threads));
-    dev::map_strided_kernel<U, ev_t, env_t, std::uint64_t, FR, Check>
-        <<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s>>>(out, d, env, fi, n, flag);
+    SYMFLOW_LAUNCH(dev::grid_for(n, dev::block_threads), dev::block_threads, 0, s, dev::map_strided_kernel<U, ev_t, env_t, std::uint64_t, FR, Check>)(
+        out, d, env, fi, n, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("map_strided_kernel");
   }
 }
@@ -199,14 +201,14 @@ void run_reduce_checked(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, 
     const std::size_t per_block = std::size_t(dev::block_threads) >> group_log2;
     const dim3 grid(dev::grid_for(out_size, per_block, 65535u * 32u), unsigned(chunks));
     log(group_log2 == 5 ? "reduce_rows_kernel (a warp per output)" : "reduce_rows_kernel (a block per output)", grid);
-    dev::reduce_rows_kernel<O, U, ev_t, env_t, FR, Check>
-        <<<grid, dev::block_threads, 0, s>>>(d, env, rf, dst, out_size, count, chunk, identity, group_log2, partial, flag);
+    SYMFLOW_LAUNCH(grid, dev::block_threads, 0, s, dev::reduce_rows_kernel<O, U, ev_t, env_t, FR, Check>)(
+        d, env, rf, dst, out_size, count, chunk, identity, group_log2, partial, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("reduce_rows_kernel");
   } else {
     const dim3 grid(dev::grid_for(out_size, dev::cols_per_block, 65535u * 32u), unsigned(chunks));
     log("reduce_cols_kernel", grid);
-    dev::reduce_cols_kernel<O, U, ev_t, env_t, FR, Check>
-        <<<grid, dev::block_threads, 0, s>>>(d, env, rf, dst, out_size, count, chunk, identity, partial, flag);
+    SYMFLOW_LAUNCH(grid, dev::block_threads, 0, s, dev::reduce_cols_kernel<O, U, ev_t, env_t, FR, Check>)(
+        d, env, rf, dst, out_size, count, chunk, identity, partial, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("reduce_cols_kernel");
   }
   if (partial) {
@@ -214,7 +216,7 @@ void run_reduce_checked(H& operand, Ctx& ctx, const std::array<bool, RI>& mask, 
       return std::string("reduce_finish_kernel, ") + launch_shape(dev::grid_for(out_size, dev::block_threads), dev::block_threads) +
              ", on " + current_device_name() + ": combines " + std::to_string(chunks) + " partials of " + source.text();
     });
-    dev::reduce_finish_kernel<O, U, Check><<<dev::grid_for(out_size, dev::block_threads), dev::block_threads, 0, s>>>(
+    SYMFLOW_LAUNCH(dev::grid_for(out_size, dev::block_threads), dev::block_threads, 0, s, dev::reduce_finish_kernel<O, U, Check>)(
         dst, out, out_size, int(chunks), count, identity, flag);
     SYMFLOW_CUDA_CHECK_LAUNCH("reduce_finish_kernel");
   }

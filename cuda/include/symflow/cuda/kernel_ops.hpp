@@ -13,6 +13,7 @@
 #include <symflow/ops/matmul.hpp>
 #include <symflow/ops/one_hot.hpp>
 
+#include "device_code.hpp"  // SYMFLOW_LAUNCH
 #include "evaluators.hpp"
 
 namespace symflow::cuda {
@@ -192,7 +193,7 @@ struct kernel_impl<ops::one_hot_op<Depth, To>> {
     const auto l = materialize(labels, ctx, true);
     const std::size_t n = l.size();
     using L = typename C::value_type;
-    dev::one_hot_kernel<dev::canonical_t<T>, dev::canonical_t<L>><<<dev::grid_for(n, dev::block_threads), dev::block_threads, 0, ctx.stream>>>(
+    SYMFLOW_LAUNCH(dev::grid_for(n, dev::block_threads), dev::block_threads, 0, ctx.stream, dev::one_hot_kernel<dev::canonical_t<T>, dev::canonical_t<L>>)(
         out, l.data, n, Depth);
     SYMFLOW_CUDA_CHECK_LAUNCH("one_hot_kernel");
   }

@@ -2,8 +2,9 @@
 // What every kernel of the evaluator shares: the block size, frame-index decoding, the warp
 // reduction and the check_numerics accumulator, plus the grid size of a grid-stride launch. Kept
 // apart from the kernels so each kernel family (map, reduce, one-pass, utility) includes only these.
-#if !defined(__CUDACC__)
-#error "symflow/cuda/kernel_primitives.hpp holds CUDA device code: include <symflow/cuda.hpp> from a .cu file compiled by nvcc"
+#include "device_code.hpp"
+#if !defined(SYMFLOW_CUDA_DEVICE_CODE)
+#error "symflow/cuda/kernel_primitives.hpp holds CUDA device code: include <symflow/cuda.hpp> from a .cu file compiled by nvcc, or define SYMFLOW_CUDA_HOST_EMULATION"
 #endif
 #include <cuda_runtime.h>
 

@@ -3,8 +3,9 @@
 // vectorised, or strided with broadcasting), and reductions that evaluate their fused elementwise
 // operand on the fly (no temporary holds it). Instantiated on name-free device evaluators only.
 // One header per kind of kernel; this one includes them all.
-#if !defined(__CUDACC__)
-#error "symflow/cuda/kernels.hpp holds CUDA kernels: include <symflow/cuda.hpp> from a .cu file compiled by nvcc"
+#include "device_code.hpp"
+#if !defined(SYMFLOW_CUDA_DEVICE_CODE)
+#error "symflow/cuda/kernels.hpp holds CUDA kernels: include <symflow/cuda.hpp> from a .cu file compiled by nvcc, or define SYMFLOW_CUDA_HOST_EMULATION"
 #endif
 #include "kernel_primitives.hpp"  // block size, index decoding, warp reduction, check_numerics
 #include "map_kernels.hpp"        // elementwise fusion groups

@@ -2,8 +2,9 @@
 // The map kernels of an elementwise fusion group: one output element per thread (or V per thread with
 // vector loads when everything is dense), the group's device evaluator computing each value.
 // Launched by run_map (fusion_groups.hpp).
-#if !defined(__CUDACC__)
-#error "symflow/cuda/map_kernels.hpp holds CUDA kernels: include <symflow/cuda.hpp> from a .cu file compiled by nvcc"
+#include "device_code.hpp"
+#if !defined(SYMFLOW_CUDA_DEVICE_CODE)
+#error "symflow/cuda/map_kernels.hpp holds CUDA kernels: include <symflow/cuda.hpp> from a .cu file compiled by nvcc, or define SYMFLOW_CUDA_HOST_EMULATION"
 #endif
 #include <cuda_runtime.h>
 

@@ -43,7 +43,7 @@ bool compute_outputs(std::tuple<Ev...>& evs, Ctx& ctx, const std::array<void*, s
   if constexpr (plan::size >= 2) {
     grouped = [&]<std::size_t... K>(std::index_sequence<K...>) {
       const group_frame f = loop_frame(std::get<plan::members[0]>(evs));
-      return (same_frame(f, loop_frame(std::get<plan::members[K]>(evs))) && ...);
+      return (detail::same_frame(f, loop_frame(std::get<plan::members[K]>(evs))) && ...);  // not ADL: cpu::same_frame takes the same frame type
     }(std::make_index_sequence<plan::size>{});
   }
   // 2. Units run in output order (the one-pass group at its first member's place).

@@ -3,8 +3,9 @@
 // elementwise outputs stored per element and full reductions folded into per-block partials, then a
 // small kernel finishing each reduction in a fixed order. Launched by run_one_pass
 // (one_pass_launch.hpp).
-#if !defined(__CUDACC__)
-#error "symflow/cuda/one_pass_kernels.hpp holds CUDA kernels: include <symflow/cuda.hpp> from a .cu file compiled by nvcc"
+#include "device_code.hpp"
+#if !defined(SYMFLOW_CUDA_DEVICE_CODE)
+#error "symflow/cuda/one_pass_kernels.hpp holds CUDA kernels: include <symflow/cuda.hpp> from a .cu file compiled by nvcc, or define SYMFLOW_CUDA_HOST_EMULATION"
 #endif
 #include <cuda_runtime.h>
 

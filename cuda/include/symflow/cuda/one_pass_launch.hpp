@@ -52,7 +52,7 @@ inline int resident_blocks_per_sm(const void* kernel) {
 template <class T, int R, bool Check, class... Ops>
 void launch_one_pass_finish(op_list<Ops...>, const T* partials, int blocks, const dev::reduce_targets<T, R>& targets,
                             cudaStream_t s, unsigned* flag) {
-  dev::one_pass_finish_kernel<dev::canonical_t<T>, R, Check, Ops...><<<unsigned(R), dev::block_threads, 0, s>>>(
+  SYMFLOW_LAUNCH(unsigned(R), dev::block_threads, 0, s, dev::one_pass_finish_kernel<dev::canonical_t<T>, R, Check, Ops...>)(
       partials, blocks, targets, flag);
   SYMFLOW_CUDA_CHECK_LAUNCH("one_pass_finish_kernel");
 }
@@ -189,20 +189,20 @@ void run_one_pass(Ctx& ctx, group_frame f, const std::array<T*, sizeof...(Ev)>& 
   });
   [&]<class... M>(const dev::pack<M...>& m) {
     if (dense) {
-      dev::one_pass_dense_kernel<U, env_t, V, R, Check, M...>
-          <<<blocks, dev::block_threads, 0, s>>>(m, env, n, partials, identity, flag);
+      SYMFLOW_LAUNCH(blocks, dev::block_threads, 0, s, dev::one_pass_dense_kernel<U, env_t, V, R, Check, M...>)(
+          m, env, n, partials, identity, flag);
       SYMFLOW_CUDA_CHECK_LAUNCH("one_pass_dense_kernel");
     } else if (n <= std::size_t(UINT32_MAX)) {
       dev::index_frame<std::uint32_t> fi{int(f.rank), {}};
       for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = std::uint32_t(f.extents[a]);
-      dev::one_pass_strided_kernel<U, env_t, std::uint32_t, FR, R, Check, M...>
-          <<<blocks, dev::block_threads, 0, s>>>(m, env, fi, n, partials, identity, flag);
+      SYMFLOW_LAUNCH(blocks, dev::block_threads, 0, s, dev::one_pass_strided_kernel<U, env_t, std::uint32_t, FR, R, Check, M...>)(
+          m, env, fi, n, partials, identity, flag);
       SYMFLOW_CUDA_CHECK_LAUNCH("one_pass_strided_kernel");
     } else {
       dev::index_frame<std::uint64_t> fi{int(f.rank), {}};
       for (int a = 0; a < int(f.rank); ++a) fi.extents[a] = f.extents[a];
-      dev::one_pass_strided_kernel<U, env_t, std::uint64_t, FR, R, Check, M...>
-          <<<blocks, dev::block_threads, 0, s>>>(m, env, fi, n, partials, identity, flag);
+      SYMFLOW_LAUNCH(blocks, dev::block_threads, 0, s, dev::one_pass_strided_kernel<U, env_t, std::uint64_t, FR, R, Check, M...>)(
+          m, env, fi, n, partials, identity, flag);
       SYMFLOW_CUDA_CHECK_LAUNCH("one_pass_strided_kernel");
     }
   }(members);

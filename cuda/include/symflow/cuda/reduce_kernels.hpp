@@ -3,8 +3,9 @@
 // temporary holds it), along rows (innermost axis reduced) or columns (innermost axis kept), split
 // into chunks whose partials a finishing kernel combines in a fixed order (deterministic results).
 // Launched by run_reduce (fusion_groups.hpp).
-#if !defined(__CUDACC__)
-#error "symflow/cuda/reduce_kernels.hpp holds CUDA kernels: include <symflow/cuda.hpp> from a .cu file compiled by nvcc"
+#include "device_code.hpp"
+#if !defined(SYMFLOW_CUDA_DEVICE_CODE)
+#error "symflow/cuda/reduce_kernels.hpp holds CUDA kernels: include <symflow/cuda.hpp> from a .cu file compiled by nvcc, or define SYMFLOW_CUDA_HOST_EMULATION"
 #endif
 #include <cuda_runtime.h>
 

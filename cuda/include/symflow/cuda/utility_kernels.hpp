@@ -2,8 +2,9 @@
 // Kernels outside the fusion groups, with their launchers: fills, a few values computed on the host
 // from extents alone, one_hot's scatter, and the check_numerics scan of an output another path
 // (cuBLAS, a kernel op) wrote.
-#if !defined(__CUDACC__)
-#error "symflow/cuda/utility_kernels.hpp holds CUDA kernels: include <symflow/cuda.hpp> from a .cu file compiled by nvcc"
+#include "device_code.hpp"
+#if !defined(SYMFLOW_CUDA_DEVICE_CODE)
+#error "symflow/cuda/utility_kernels.hpp holds CUDA kernels: include <symflow/cuda.hpp> from a .cu file compiled by nvcc, or define SYMFLOW_CUDA_HOST_EMULATION"
 #endif
 #include <cuda_runtime.h>
 
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(block_threads) one_hot_kernel(To* out, const L
 template <class T>
 void fill(T* out, std::size_t n, T value, cudaStream_t s) {
   if (n == 0) return;
-  fill_kernel<canonical_t<T>><<<grid_for(n, block_threads, 65536), block_threads, 0, s>>>(out, n, value);
+  SYMFLOW_LAUNCH(grid_for(n, block_threads, 65536), block_threads, 0, s, fill_kernel<canonical_t<T>>)(out, n, value);
   SYMFLOW_CUDA_CHECK_LAUNCH("fill_kernel");
 }
 
@@ -66,14 +67,15 @@ void fill(T* out, std::size_t n, T value, cudaStream_t s) {
 template <class T>
 void scan_nonfinite(const T* p, std::size_t n, unsigned* flag, cudaStream_t s) {
   if (n == 0) return;
-  nonfinite_scan_kernel<canonical_t<T>><<<grid_for(n, block_threads * 4, 4096), block_threads, 0, s>>>(p, n, flag);
+  SYMFLOW_LAUNCH(grid_for(n, block_threads * 4, 4096), block_threads, 0, s, nonfinite_scan_kernel<canonical_t<T>>)(
+      p, n, flag);
   SYMFLOW_CUDA_CHECK_LAUNCH("nonfinite_scan_kernel");
 }
 
 template <class T>
 void set_values(T* out, std::size_t n, const small_values<T>& values, cudaStream_t s) {
   if (n == 0) return;
-  set_values_kernel<canonical_t<T>><<<1, 32, 0, s>>>(out, n, values);
+  SYMFLOW_LAUNCH(1, 32, 0, s, set_values_kernel<canonical_t<T>>)(out, n, values);
   SYMFLOW_CUDA_CHECK_LAUNCH("set_values_kernel");
 }
 

@@ -22,78 +22,8 @@
 
 #include "device_api.hpp"
 
-enum cudaError_t {
-  cudaSuccess = 0,
-  cudaErrorInvalidValue = 1,
-  cudaErrorMemoryAllocation = 2,
-  cudaErrorInvalidDevicePointer = 17,
-  cudaErrorInvalidMemcpyDirection = 21,
-  cudaErrorInvalidDevice = 101,
-  cudaErrorInvalidResourceHandle = 400,
-  cudaErrorNotSupported = 801,
-  cudaErrorStreamCaptureUnsupported = 900,
-  cudaErrorStreamCaptureInvalidated = 901,
-  cudaErrorStreamCaptureUnmatched = 903,
-};
-enum cudaMemcpyKind {
-  cudaMemcpyHostToHost = 0,
-  cudaMemcpyHostToDevice = 1,
-  cudaMemcpyDeviceToHost = 2,
-  cudaMemcpyDeviceToDevice = 3,
-  cudaMemcpyDefault = 4,
-};
-enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1, cudaStreamCaptureStatusInvalidated = 2 };
-enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1, cudaStreamCaptureModeRelaxed = 2 };
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16, cudaDevAttrComputeCapabilityMajor = 75, cudaDevAttrComputeCapabilityMinor = 76 };
-enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4 };
-inline constexpr unsigned cudaStreamNonBlocking = 1;
+#include "runtime_types.hpp"
 
-struct int2 { int x, y; };
-struct alignas(16) int4 { int x, y, z, w; };
-struct float2 { float x, y; };
-struct alignas(16) float4 { float x, y, z, w; };
-
-struct cudaDeviceProp {
-  char name[256] = "symflow host emulation (NVIDIA H100 80GB HBM3 properties)";
-  std::size_t totalGlobalMem = std::size_t(80) << 30;
-  std::size_t sharedMemPerBlock = 48 * 1024;
-  int warpSize = 32;
-  int maxThreadsPerBlock = 1024;
-  int maxThreadsDim[3] = {1024, 1024, 64};
-  int maxGridSize[3] = {2147483647, 65535, 65535};
-  int multiProcessorCount = 132;
-  int major = 9, minor = 0;
-  int maxThreadsPerMultiProcessor = 2048;
-};
-
-namespace symflow::cuda::emulation::runtime_detail {
-struct allocation {
-  std::unique_ptr<unsigned char[]> bytes;
-  std::size_t size = 0;
-};
-// A graph: the work a captured stream was given, in order.
-struct recorded_graph {
-  std::vector<std::function<void()>> nodes;
-};
-}  // namespace symflow::cuda::emulation::runtime_detail
-
-struct CUstream_st {
-  symflow::cuda::emulation::runtime_detail::recorded_graph* capture = nullptr;  // while capturing
-};
-struct CUevent_st {
-  std::chrono::steady_clock::time_point at{};
-  bool recorded = false;
-};
-struct CUgraph_st : symflow::cuda::emulation::runtime_detail::recorded_graph {};
-struct CUgraphExec_st {
-  const CUgraph_st* graph = nullptr;
-};
-struct CUmemPoolHandle_st {};
-using cudaStream_t = CUstream_st*;
-using cudaEvent_t = CUevent_st*;
-using cudaGraph_t = CUgraph_st*;
-using cudaGraphExec_t = CUgraphExec_st*;
-using cudaMemPool_t = CUmemPoolHandle_st*;
 
 namespace symflow::cuda::emulation {
 
@@ -182,6 +112,28 @@ void launch_on(cudaStream_t stream, const char* name, void (*kernel)(P...), dim3
   runtime_detail::enqueue(stream, [=] {
     std::apply([&](auto&... a) { launch(name, kernel, grid, block, a...); }, *copied);
   });
+}
+
+// What SYMFLOW_LAUNCH(grid, block, shared_bytes, stream, kernel) stands for under emulation: a
+// callable taking the kernel's arguments. Dynamic shared memory is not emulated.
+template <class... P>
+struct launcher {
+  cudaStream_t stream;
+  const char* name;
+  void (*kernel)(P...);
+  dim3 grid, block;
+  template <class... A>
+  void operator()(A&&... args) const {
+    launch_on(stream, name, kernel, grid, block, std::forward<A>(args)...);
+  }
+};
+template <class... P>
+launcher<P...> make_launcher(cudaStream_t stream, const char* name, void (*kernel)(P...), dim3 grid, dim3 block,
+                             std::size_t shared_bytes) {
+  if (shared_bytes != 0)
+    throw emulation_error(std::string(name) + ": a launch with dynamic shared memory (" + std::to_string(shared_bytes) +
+                          " bytes), which the emulator does not provide");
+  return {stream, name, kernel, grid, block};
 }
 
 }  // namespace symflow::cuda::emulation
@@ -291,6 +243,23 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t n, cu
   if (const cudaError_t e = symflow::cuda::emulation::runtime_detail::check_copy(dst, src, n, kind))
     return symflow::cuda::emulation::runtime_detail::fail(e);
   if (n) symflow::cuda::emulation::runtime_detail::enqueue(s, [=] { std::memmove(dst, src, n); });
+  return cudaSuccess;
+}
+// `height` rows of `width` bytes, rows `dpitch` and `spitch` bytes apart.
+inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width,
+                                     std::size_t height, cudaMemcpyKind kind, cudaStream_t s = nullptr) {
+  if (width > dpitch || width > spitch) return symflow::cuda::emulation::runtime_detail::fail(cudaErrorInvalidValue);
+  if (width == 0 || height == 0) return cudaSuccess;
+  const std::size_t dst_extent = dpitch * (height - 1) + width, src_extent = spitch * (height - 1) + width;
+  if (const cudaError_t e = symflow::cuda::emulation::runtime_detail::check_copy(dst, src, std::min(dst_extent, src_extent), kind))
+    return symflow::cuda::emulation::runtime_detail::fail(e);
+  const auto& memory = symflow::cuda::emulation::device_memory::instance();
+  if ((memory.touches(dst) && !memory.holds(dst, dst_extent)) || (memory.touches(src) && !memory.holds(src, src_extent)))
+    return symflow::cuda::emulation::runtime_detail::fail(cudaErrorInvalidValue);
+  symflow::cuda::emulation::runtime_detail::enqueue(s, [=] {
+    for (std::size_t r = 0; r < height; ++r)
+      std::memmove(static_cast<unsigned char*>(dst) + r * dpitch, static_cast<const unsigned char*>(src) + r * spitch, width);
+  });
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t n, cudaMemcpyKind kind) {

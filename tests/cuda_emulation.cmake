@@ -40,6 +40,8 @@ if(NOT SYMFLOW_SANITIZE)
   # As the other test programs (and as the CUDA sub-build compiles the suites' host code).
   target_compile_options(cuda_emulation_suite PRIVATE ${SYMFLOW_TEST_OPTIMIZATION} -Wno-uninitialized -Wno-maybe-uninitialized)
 endif()
+# nvcc's #pragma unroll is not GCC's (#pragma GCC unroll): the host compiler ignores it, and says so.
+target_compile_options(cuda_emulation_suite PRIVATE -Wno-unknown-pragmas)
 if(SYMFLOW_TEST_PCH)
   target_precompile_headers(cuda_emulation_suite REUSE_FROM symflow_test_pch)
 endif()

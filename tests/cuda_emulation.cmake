@@ -13,7 +13,9 @@ endif()
 set(symflow_emulated_suites
   expressions_elementwise_test expressions_structure_test expressions_gradient_test api_test training_test
   mlp_step_test cnn_ops_test cnn_step_test model_blocks_test model_blocks_grad_test numerics_test
-  placement_log_test epilogue_test)
+  placement_log_test epilogue_test
+  # Emulation only: W4's kernels, GEMMs and copies per step, from the emulator's counters.
+  emulated_w4_counts_test)
 set(symflow_emulated_references
   cpu_reference training_reference cnn_reference model_blocks_reference numerics_reference epilogue_reference)
 
@@ -46,3 +48,9 @@ if(SYMFLOW_TEST_PCH)
   target_precompile_headers(cuda_emulation_suite REUSE_FROM symflow_test_pch)
 endif()
 gtest_discover_tests(cuda_emulation_suite DISCOVERY_TIMEOUT 60 TEST_PREFIX emulated. PROPERTIES LABELS cuda_emulation)
+# The whole program again with the emulated threads resumed in other orders, so that a race between
+# threads that forward order hides (a read of shared memory before another warp's write, say) fails.
+add_test(NAME emulated_reverse_order COMMAND cuda_emulation_suite)
+add_test(NAME emulated_random_order COMMAND cuda_emulation_suite)
+set_tests_properties(emulated_reverse_order PROPERTIES LABELS cuda_emulation ENVIRONMENT "SYMFLOW_EMU_ORDER=reverse")
+set_tests_properties(emulated_random_order PROPERTIES LABELS cuda_emulation ENVIRONMENT "SYMFLOW_EMU_ORDER=random:20261203")

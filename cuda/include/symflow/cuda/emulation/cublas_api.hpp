@@ -60,6 +60,8 @@ void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T al
   else r.noalias() = A * B;
   r *= alpha;
   if (beta != T(0)) r += beta * view(c, m, n, Eigen::OuterStride<>(ldc));
+  statistics().gemms += 1;
+  statistics().gemm_flops += std::uint64_t(2 * m * n * k);
   for (std::int64_t j = 0; j < n; ++j)
     for (std::int64_t i = 0; i < m; ++i) d[j * ldd + i] = finish(r(i, j), i);
 }

@@ -77,6 +77,9 @@ class grid_executor {
     kernel_ = kernel;
     body_ = &body;
     const std::uint64_t blocks = std::uint64_t(grid.x) * grid.y * grid.z;
+    statistics().kernels += 1;
+    statistics().blocks += blocks;
+    statistics().threads += blocks * threads;
     std::vector<std::uint64_t> order(blocks);
     for (std::uint64_t b = 0; b < blocks; ++b) order[b] = b;
     arrange(order, 0x9e3779b97f4a7c15ull);

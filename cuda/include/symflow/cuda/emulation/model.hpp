@@ -2,6 +2,7 @@
 // What the emulator of CUDA's execution model (executor.hpp) is configured and reports with: grid
 // and block extents, the thread order of a run (SYMFLOW_EMU_ORDER), the warp operations, the
 // poison a read from a lane that takes no part gives, and the error for code that is wrong on a GPU.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -77,6 +78,22 @@ inline const char* warp_op_name(warp_op op) {
     case warp_op::sync: return "__syncwarp";
   }
   return "a warp operation";
+}
+
+// What the emulated device did, process-wide: how a step's kernels and traffic are counted without a
+// GPU (work recorded by a capture counts when a graph launch replays it).
+struct device_statistics {
+  std::atomic<std::uint64_t> kernels{0}, blocks{0}, threads{0};  // launches that ran
+  std::atomic<std::uint64_t> gemms{0}, gemm_flops{0};            // cuBLAS / cuBLASLt products
+  std::atomic<std::uint64_t> copies{0}, copied_bytes{0};         // cudaMemcpy*
+  std::atomic<std::uint64_t> sets{0}, set_bytes{0};              // cudaMemset*
+  void reset() {
+    for (auto* c : {&kernels, &blocks, &threads, &gemms, &gemm_flops, &copies, &copied_bytes, &sets, &set_bytes}) c->store(0);
+  }
+};
+inline device_statistics& statistics() {
+  static device_statistics s;
+  return s;
 }
 
 inline constexpr std::uint64_t poison_bits = ~std::uint64_t(0);

@@ -242,7 +242,12 @@ inline cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t n, cudaMemcpyKind kind, cudaStream_t s = nullptr) {
   if (const cudaError_t e = symflow::cuda::emulation::runtime_detail::check_copy(dst, src, n, kind))
     return symflow::cuda::emulation::runtime_detail::fail(e);
-  if (n) symflow::cuda::emulation::runtime_detail::enqueue(s, [=] { std::memmove(dst, src, n); });
+  if (n)
+    symflow::cuda::emulation::runtime_detail::enqueue(s, [=] {
+      std::memmove(dst, src, n);
+      symflow::cuda::emulation::statistics().copies += 1;
+      symflow::cuda::emulation::statistics().copied_bytes += n;
+    });
   return cudaSuccess;
 }
 // `height` rows of `width` bytes, rows `dpitch` and `spitch` bytes apart.
@@ -259,6 +264,8 @@ inline cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* 
   symflow::cuda::emulation::runtime_detail::enqueue(s, [=] {
     for (std::size_t r = 0; r < height; ++r)
       std::memmove(static_cast<unsigned char*>(dst) + r * dpitch, static_cast<const unsigned char*>(src) + r * spitch, width);
+    symflow::cuda::emulation::statistics().copies += 1;
+    symflow::cuda::emulation::statistics().copied_bytes += width * height;
   });
   return cudaSuccess;
 }
@@ -270,7 +277,12 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t n, cudaMem
 inline cudaError_t cudaMemsetAsync(void* p, int value, std::size_t n, cudaStream_t s = nullptr) {
   if (n && !symflow::cuda::emulation::device_memory::instance().holds(p, n))
     return symflow::cuda::emulation::runtime_detail::fail(cudaErrorInvalidValue);
-  if (n) symflow::cuda::emulation::runtime_detail::enqueue(s, [=] { std::memset(p, value, n); });
+  if (n)
+    symflow::cuda::emulation::runtime_detail::enqueue(s, [=] {
+      std::memset(p, value, n);
+      symflow::cuda::emulation::statistics().sets += 1;
+      symflow::cuda::emulation::statistics().set_bytes += n;
+    });
   return cudaSuccess;
 }
 inline cudaError_t cudaMemset(void* p, int value, std::size_t n) { return cudaMemsetAsync(p, value, n, nullptr); }

@@ -1,6 +1,6 @@
 // The CNN ops through cuda::eval against the CPU backend (cnn_cases.hpp): conv2d and its adjoints
-// on the device (cuda/conv_ops.hpp), pooling, dropout and softmax cross-entropy through their host
-// fallback. A tiny CNN's training step: cnn_step_test.cu. Every test skips without a device.
+// and dropout on the device (cuda/conv_ops.hpp, kernel_ops.hpp), pooling and softmax cross-entropy
+// through their host fallback. A tiny CNN's training step: cnn_step_test.cu. Every test skips without a device.
 #include <gtest/gtest.h>
 
 #include "cnn_cases.hpp"

@@ -10,6 +10,7 @@
 #include <string>
 
 #include <symflow/ops/concat.hpp>
+#include <symflow/ops/dropout.hpp>
 #include <symflow/ops/matmul.hpp>
 #include <symflow/ops/one_hot.hpp>
 
@@ -196,6 +197,26 @@ struct kernel_impl<ops::one_hot_op<Depth, To>> {
     SYMFLOW_LAUNCH(dev::grid_for(n, dev::block_threads), dev::block_threads, 0, ctx.stream, dev::one_hot_kernel<dev::canonical_t<T>, dev::canonical_t<L>>)(
         out, l.data, n, Depth);
     SYMFLOW_CUDA_CHECK_LAUNCH("one_hot_kernel");
+  }
+};
+
+// dropout: one pass over the (contiguous) operand, with the CPU's mask (dropout_keeps).
+template <>
+struct kernel_impl<ops::dropout_op> {
+  static constexpr bool available = true;
+  template <class Ctx>
+  static std::string placement(const Ctx&) {
+    return "dropout_kernel (block " + std::to_string(dev::block_threads) + ")";
+  }
+  template <class T, class Ctx, std::size_t RO, class C>
+  static void run(const ops::dropout_op& op, Ctx& ctx, T* out, const extents_t<RO>& oe, C& x) {
+    const std::size_t n = element_count<RO>(oe);
+    if (n == 0) return;
+    const auto l = materialize(x, ctx, true);
+    const T scale = T(1.0 / (1.0 - op.rate));  // as ops::dropout_detail::run: in double, then rounded
+    SYMFLOW_LAUNCH(dev::grid_for(n, dev::block_threads), dev::block_threads, 0, ctx.stream,
+                   dev::dropout_kernel<dev::canonical_t<T>>)(out, l.data, n, op.rate, std::uint64_t(op.seed), scale);
+    SYMFLOW_CUDA_CHECK_LAUNCH("dropout_kernel");
   }
 };
 

@@ -9,6 +9,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
+
+#include <symflow/ops/dropout.hpp>
 
 #include "device.hpp"
 #include "kernel_primitives.hpp"
@@ -54,6 +57,16 @@ __global__ void __launch_bounds__(block_threads) one_hot_kernel(To* out, const L
     const L label = labels[i];
     if (label >= 0 && std::size_t(label) < depth) out[i * depth + std::size_t(label)] = To(1);
   }
+}
+
+// dropout: element i kept (times scale) or +0 by the op's own mask, a pure function of (seed, i)
+// (ops/dropout.hpp, dropout_keeps), so the device draws the CPU's mask bit for bit.
+template <class T>
+__global__ void __launch_bounds__(block_threads) dropout_kernel(T* out, const T* __restrict__ x, std::size_t n,
+                                                                double rate, std::uint64_t seed, T scale) {
+  for (std::size_t i = std::size_t(blockIdx.x) * block_threads + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * block_threads)
+    out[i] = dropout_keeps(seed, i, rate) ? x[i] * scale : T(0);
 }
 
 template <class T>

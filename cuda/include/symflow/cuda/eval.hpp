@@ -3,6 +3,7 @@
 #include <symflow/expr/leaves.hpp>
 
 #include "conv_ops.hpp"
+#include "loss_ops.hpp"
 #include "gemm_epilogue.hpp"
 #include "kernel_ops.hpp"
 #include "multi_output.hpp"

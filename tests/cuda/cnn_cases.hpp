@@ -1,7 +1,8 @@
 #pragma once
 // The CNN ops on the GPU (conv2d and its two adjoints, max/avg pooling and their backward ops,
-// dropout, softmax cross-entropy): conv2d and dropout run on the device (cuda/conv_ops.hpp,
-// kernel_ops.hpp), the others through their own run_cpu on host copies (docs/cuda.md, "Kernel ops"). Each case runs through cuda::eval,
+// dropout, softmax cross-entropy): all run on the device (cuda/conv_ops.hpp, kernel_ops.hpp,
+// loss_ops.hpp, pool_ops.hpp; an op without one runs its run_cpu on host copies, docs/cuda.md).
+// Each case runs through cuda::eval,
 // fused with the elementwise work around it, against the CPU backend on random inputs; one training
 // step of a tiny version of examples/cnn.cpp checks them together.
 #include <cstdint>

@@ -1,6 +1,7 @@
-// The CNN ops through cuda::eval against the CPU backend (cnn_cases.hpp): conv2d and its adjoints
-// and dropout on the device (cuda/conv_ops.hpp, kernel_ops.hpp), pooling and softmax cross-entropy
-// through their host fallback. A tiny CNN's training step: cnn_step_test.cu. Every test skips without a device.
+// The CNN ops through cuda::eval against the CPU backend (cnn_cases.hpp): conv2d and its adjoints,
+// dropout, softmax cross-entropy and pooling, all on the device (cuda/conv_ops.hpp, kernel_ops.hpp,
+// loss_ops.hpp, pool_ops.hpp). A tiny CNN's training step: cnn_step_test.cu. Every test skips
+// without a device.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -4,6 +4,7 @@
 
 #include "conv_ops.hpp"
 #include "loss_ops.hpp"
+#include "pool_ops.hpp"
 #include "gemm_epilogue.hpp"
 #include "kernel_ops.hpp"
 #include "multi_output.hpp"

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <symflow/ops/softmax_cross_entropy.hpp>
 
@@ -96,7 +97,8 @@ unsigned long long* first_bad_label_slot(Ctx& ctx) {
   SYMFLOW_CUDA_CHECK(cudaMemsetAsync(slot, 0xFF, sizeof(unsigned long long), ctx.stream));
   return slot;
 }
-// The CPU's value_error (ops::sce_detail::check_labels) when a kernel noted an example.
+// The CPU's value_error when a kernel noted an example: the labels up to that first bad one come
+// back to the host and the CPU's own check (ops::sce_detail::check_labels) raises it.
 template <class L>
 void throw_if_bad_label(std::string_view op, const unsigned long long* slot, const L* labels, std::size_t k, cudaStream_t s) {
   if (!slot) return;
@@ -104,12 +106,10 @@ void throw_if_bad_label(std::string_view op, const unsigned long long* slot, con
   SYMFLOW_CUDA_CHECK(cudaMemcpyAsync(&first, slot, sizeof(first), cudaMemcpyDeviceToHost, s));
   SYMFLOW_CUDA_CHECK(cudaStreamSynchronize(s));
   if (first == ~0ull) return;
-  L label{};
-  SYMFLOW_CUDA_CHECK(cudaMemcpyAsync(&label, labels + first, sizeof(L), cudaMemcpyDeviceToHost, s));
+  std::vector<L> host(std::size_t(first) + 1);
+  SYMFLOW_CUDA_CHECK(cudaMemcpyAsync(host.data(), labels, host.size() * sizeof(L), cudaMemcpyDeviceToHost, s));
   SYMFLOW_CUDA_CHECK(cudaStreamSynchronize(s));
-  // The words of ops::sce_detail::check_labels, which the CPU raises before any work.
-  throw value_error(std::string(op) + ": label " + std::to_string(label) + " of example " + std::to_string(first) +
-                    " is not a class index in [0, " + std::to_string(k) + ") (a negative label marks a padding example)");
+  ops::sce_detail::check_labels(op, host.data(), host.size(), k);  // throws at example `first`
 }
 
 template <>

@@ -20,6 +20,13 @@ struct bound_leaf {
   const void* data = nullptr;
 };
 
+// Where the caller wants an output's elements written, and the dtype and extents it made room for.
+struct output_target {
+  dtype type = dtype::f32;
+  runtime_extents extents;
+  void* data = nullptr;
+};
+
 // Throws value_error listing the feeds that name nothing in `g` (at most 8, each cut to 64 bytes).
 inline void check_feeds_name_leaves(const graph& g, const runtime_feeds& feeds) {
   std::vector<std::string> unused;

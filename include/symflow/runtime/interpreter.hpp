@@ -83,6 +83,29 @@ class interpreter {
     finish_run(s, outputs);
   }
 
+  // As run_bound, with output k's elements written to targets[k].data, which has room for
+  // targets[k]'s dtype and extents: computed there where the output is a value of its own, else
+  // copied there. An output of another dtype or extents is a shape_error naming it.
+  void run_bound_into(const std::vector<output_target>& targets, const std::vector<bound_leaf>& leaves) const {
+    if (targets.size() != graph_.outputs.size())
+      throw value_error("interpreter: " + std::to_string(targets.size()) + " output targets for a graph with " +
+                        std::to_string(graph_.outputs.size()) + " outputs");
+    if (leaves.size() != graph_.inputs.size() + graph_.parameters.size())
+      throw value_error("interpreter: " + std::to_string(leaves.size()) + " bound leaves for a graph with " +
+                        std::to_string(graph_.inputs.size() + graph_.parameters.size()) + " inputs and parameters");
+    static const runtime_feeds no_feeds;
+    runtime_detail::run_state s(context(), no_feeds, nullptr);
+    s.bound = &leaves;
+    s.bind_bound(leaves);
+    s.targets = &targets;
+    std::vector<runtime_tensor> unused;
+    runtime_detail::compute_outputs(s, unused);
+    stats_ = s.stats;
+    trace_ = std::move(s.trace);
+    profile_ = std::move(s.profile);
+    s.write_targets();
+  }
+
  private:
   runtime_detail::run_context context() const { return {graph_, options_, structure_, *pool_}; }
   void finish_run(runtime_detail::run_state& s, std::vector<runtime_tensor>& outputs) const {

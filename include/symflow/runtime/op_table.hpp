@@ -35,6 +35,9 @@ struct elementwise_kernel {
   // whole packets of a tile (else its scalar function everywhere).
   std::string (*op_type)() = nullptr;
   bool packet = false;
+  // A transcendental op (one that declares `costly`: exp, tanh, ...): what computing it again
+  // costs, weighed against reading it back (recompute_plan.hpp).
+  bool costly = false;
 };
 
 namespace runtime_detail {
@@ -83,7 +86,7 @@ std::optional<elementwise_kernel> pick_kernel(const std::vector<dtype>& in) {
     if constexpr (Op::template accepts<Ts...>) {
       using R = typename Op::template result_type<Ts...>;
       return elementwise_kernel{dtype_v<R>, &tile_kernel<Op, R, Ts...>, &type_spelling<Op>,
-                                tile_uses_packets<Op, R, Ts...>};
+                                tile_uses_packets<Op, R, Ts...>, cpu::is_costly_op_v<Op>};
     } else {
       return std::nullopt;
     }

@@ -107,6 +107,9 @@ inline void infer_node_types(const graph& g, value_types& t) {
 struct fusion_group {
   std::vector<std::uint32_t> members;  // value ids, ascending
   runtime_extents extents;
+  // Values of other groups this group's pass computes again instead of reading them (ascending;
+  // the CPU interpreter's plans only: recompute_plan.hpp).
+  std::vector<std::uint32_t> recomputed{};
 };
 
 struct fusion_plan {

@@ -31,6 +31,7 @@
 #include "../ir/graph.hpp"
 #include "../ir/structure_hasher.hpp"
 #include "plan.hpp"
+#include "recompute_plan.hpp"
 
 namespace symflow {
 
@@ -221,6 +222,7 @@ struct runtime_plan {
   std::vector<dtype> leaf_types;
   std::vector<runtime_extents> leaf_extents;
   bool fuse = true;
+  bool recompute = false;  // plan_recomputation applied (recompute_plan.hpp)
   value_types types;
   fusion_plan fusion;
 };
@@ -232,10 +234,10 @@ inline graph_lru_cache<runtime_plan>& runtime_plan_cache() {
 
 namespace plan_cache_detail {
 inline std::uint64_t plan_key(const graph_structure& s, const std::vector<dtype>& types,
-                              const std::vector<runtime_extents>& extents, bool fuse) {
+                              const std::vector<runtime_extents>& extents, bool fuse, bool recompute) {
   hasher h;
   h.add(s.hash);
-  h.add(std::uint64_t(fuse));
+  h.add(std::uint64_t(fuse) | std::uint64_t(recompute) << 1);
   for (std::size_t i = 0; i < types.size(); ++i) {
     h.add(std::uint64_t(types[i]));
     h.add(std::uint64_t(extents[i].size()));
@@ -247,19 +249,23 @@ inline std::uint64_t plan_key(const graph_structure& s, const std::vector<dtype>
 
 // The plan for graph `g` (whose structure is `s`) with these leaf dtypes and extents (inputs,
 // parameters, constants, in id order): from the cache, else computed (throwing as
-// infer_node_types does when the leaves do not fit the graph) and remembered.
+// infer_node_types does when the leaves do not fit the graph) and remembered. `recompute`: fused
+// passes compute again the values they would otherwise read back (recompute_plan.hpp).
 inline std::shared_ptr<const runtime_plan> plan_for(const graph& g, const std::shared_ptr<const graph_structure>& s,
                                                     std::vector<dtype> leaf_types,
-                                                    std::vector<runtime_extents> leaf_extents, bool fuse) {
-  const std::uint64_t key = plan_cache_detail::plan_key(*s, leaf_types, leaf_extents, fuse);
+                                                    std::vector<runtime_extents> leaf_extents, bool fuse,
+                                                    bool recompute = false) {
+  recompute = recompute && fuse;
+  const std::uint64_t key = plan_cache_detail::plan_key(*s, leaf_types, leaf_extents, fuse, recompute);
   auto hit = runtime_plan_cache().find(key, [&](const runtime_plan& p) {
-    return p.fuse == fuse && p.leaf_types == leaf_types && p.leaf_extents == leaf_extents &&
+    return p.fuse == fuse && p.recompute == recompute && p.leaf_types == leaf_types && p.leaf_extents == leaf_extents &&
            (p.structure == s || (p.structure->hash == s->hash && same_graph_structure(p.structure->shape, s->shape)));
   });
   if (hit) return hit;
   auto p = std::make_shared<runtime_plan>();
   p->structure = s;
   p->fuse = fuse;
+  p->recompute = recompute;
   p->types = value_types(g.value_count());
   for (std::size_t id = 0; id < leaf_types.size(); ++id) {
     p->types.type[id] = leaf_types[id];
@@ -267,6 +273,7 @@ inline std::shared_ptr<const runtime_plan> plan_for(const graph& g, const std::s
   }
   infer_node_types(g, p->types);
   p->fusion = plan_fusion_groups(g, p->types, fuse);
+  if (recompute) plan_recomputation(g, p->types, p->fusion);
   p->leaf_types = std::move(leaf_types);
   p->leaf_extents = std::move(leaf_extents);
   std::shared_ptr<const runtime_plan> done = std::move(p);

@@ -67,26 +67,23 @@ class runtime_program {
   }
 
   // Runs the graph on the operands where they lie and writes its outputs, flattened and one after
-  // another, to `out` (flat_size elements of type()). One run at a time per program: the
-  // interpreter keeps its outputs' storage between runs.
+  // another, to `out` (flat_size elements of type()): each is computed there, not copied. One run
+  // at a time per program: the interpreter keeps its intermediates' storage between runs.
   void run(void* out, const std::vector<bound_leaf>& operands) const {
     std::vector<bound_leaf> leaves;
     leaves.reserve(leaf_operand_.size());
     for (auto k : leaf_operand_) leaves.push_back(operands.at(k));
-    std::lock_guard lock(mutex_);
-    interpreter_.run_bound(outputs_, leaves);
-    // Each output must have the extents the typed node made room for (flat_size).
-    for (std::size_t i = 0; i < outputs_.size(); ++i) {
-      const runtime_extents expected = sources_[i] == scalar_output ? runtime_extents{} : operands.at(sources_[i]).extents;
-      if (outputs_[i].type() != type_ || outputs_[i].extents() != expected)
-        throw shape_error("runtime_program: output " + std::to_string(i) + " is " + outputs_[i].type_string() +
-                          ", expected " + std::string(dtype_name(type_)) + format_extents(expected));
-    }
+    // Each output has the extents the typed node made room for (flat_size).
+    std::vector<output_target> targets;
+    targets.reserve(sources_.size());
     auto* bytes = static_cast<unsigned char*>(out);
-    for (const auto& o : outputs_) {
-      if (o.byte_size()) std::memcpy(bytes, o.bytes(), o.byte_size());
-      bytes += o.byte_size();
+    for (auto source : sources_) {
+      output_target t{type_, source == scalar_output ? runtime_extents{} : operands.at(source).extents, bytes};
+      bytes += element_count(t.extents) * dtype_size(type_);
+      targets.push_back(std::move(t));
     }
+    std::lock_guard lock(mutex_);
+    interpreter_.run_bound_into(targets, leaves);
   }
 
   // The program for the adjoints of sum(output * gbar) with respect to each floating operand: its
@@ -202,7 +199,6 @@ class runtime_program {
   std::vector<std::size_t> leaf_operand_;  // per graph leaf (inputs, then parameters): its operand
   interpreter interpreter_;
   mutable std::mutex mutex_;
-  mutable std::vector<runtime_tensor> outputs_;
   mutable std::map<std::size_t, std::shared_ptr<const runtime_program>> vjps_, jvps_;
 };
 

@@ -19,6 +19,11 @@ struct interpreter_options {
   // 128 is faster than 512 to 2048), large ones spend less on the per-op call (about 10 cycles;
   // in cache 512 is faster). 0: 128 for passes that move at least 2 MiB, else 512.
   std::size_t tile_elements = 0;
+  // Fused passes compute again the elementwise values of other passes they read (a backward pass
+  // recomputing the forward pass's intermediates from what that pass read) instead of having them
+  // stored and read back, where that moves fewer arrays (recompute_plan.hpp). Same results bit for
+  // bit; not in runs that check numerics or trace values.
+  bool recompute = true;
   // NaN / infinity checks on every computed value (fused into the passes); unset: the process-wide
   // check_numerics switch (eval/numerics.hpp).
   std::optional<bool> check_numerics;
@@ -71,6 +76,7 @@ struct interpreter_profile {
 struct interpreter_stats {
   std::size_t fused_groups = 0;         // elementwise passes over memory
   std::size_t fused_nodes = 0;          // elementwise nodes they computed
+  std::size_t recomputed_nodes = 0;     // elementwise nodes of one pass computed again by another
   std::size_t materialised_values = 0;  // values written to memory (group outputs, views, kernels, reductions)
   std::size_t native_passes = 0;        // fused passes run by generated code
 };

@@ -68,6 +68,7 @@ struct run_state {
   std::shared_ptr<const runtime_plan> plan;
   std::vector<std::size_t> uses;  // consumers (units) still to run, plus output references
   std::vector<runtime_tensor>* reusable = nullptr;  // the caller's output tensors
+  const std::vector<output_target>* targets = nullptr;  // or the caller's memory for each output
   interpreter_stats stats;
   value_trace trace;
   interpreter_profile profile;
@@ -154,7 +155,8 @@ struct run_state {
     std::vector<dtype> leaf_types(first_node);
     std::vector<runtime_extents> leaf_extents(first_node);
     for (std::size_t id = 0; id < first_node; ++id) leaf_types[id] = values[id].type, leaf_extents[id] = values[id].extents;
-    plan = plan_for(g, structure, std::move(leaf_types), std::move(leaf_extents), options.fuse);
+    plan = plan_for(g, structure, std::move(leaf_types), std::move(leaf_extents), options.fuse,
+                    options.recompute && !checking && !options.trace);
     for (std::size_t id = first_node; id < values.size(); ++id) {
       values[id].type = plan->types.type[id];
       values[id].extents = plan->types.extents[id];
@@ -169,11 +171,22 @@ struct run_state {
     return reduced_axes_mask(who(id), node_attributes(n), values[n.inputs.at(0)].extents.size());
   }
 
+  // Whether group gi's pass computes value v itself (a member, or one it recomputes).
+  bool in_pass(int gi, std::uint32_t v) const {
+    if (group_of[v] == gi) return true;
+    const auto& r = groups[std::size_t(gi)].recomputed;
+    return !r.empty() && std::binary_search(r.begin(), r.end(), v);
+  }
+
   // Which values are read from memory by another unit (or are outputs): those are stored.
   void count_uses() {
     for (std::uint32_t id = std::uint32_t(first_node); id < values.size(); ++id)
       for (auto i : node(id).inputs)
-        if (group_of[id] < 0 || group_of[i] != group_of[id]) ++uses[i];
+        if (group_of[id] < 0 || !in_pass(group_of[id], i)) ++uses[i];
+    for (std::size_t gi = 0; gi < groups.size(); ++gi)  // what passes read to recompute values
+      for (auto r : groups[gi].recomputed)
+        for (auto i : node(r).inputs)
+          if (!in_pass(int(gi), i)) ++uses[i];
     for (auto o : g.outputs) ++uses[o];
     if (options.trace)
       for (std::uint32_t id = std::uint32_t(first_node); id < values.size(); ++id)
@@ -186,7 +199,20 @@ struct run_state {
   slot& fresh(std::uint32_t id) {
     slot& v = values[id];
     v.strides.clear();
-    if (reusable) {
+    if (targets) {
+      // The first position this value has among the outputs: written where the caller wants it.
+      const auto at = std::find(g.outputs.begin(), g.outputs.end(), id);
+      if (at != g.outputs.end()) {
+        const output_target& t = (*targets)[std::size_t(at - g.outputs.begin())];
+        if (t.type == v.type && t.extents == v.extents && (t.data || !element_count(v.extents))) {
+          v.owner.reset();
+          v.data = t.data;
+          v.ready = true;
+          ++stats.materialised_values;
+          return v;
+        }
+      }
+    } else if (reusable) {
       // The first position this value has among the outputs: its tensor is written in place.
       const auto at = std::find(g.outputs.begin(), g.outputs.end(), id);
       if (at != g.outputs.end()) {
@@ -237,7 +263,7 @@ struct run_state {
   void release_inputs_of(const std::vector<std::uint32_t>& readers, int own_group) {
     for (auto r : readers)
       for (auto i : node(r).inputs) {
-        if (own_group >= 0 && group_of[i] == own_group) continue;
+        if (own_group >= 0 && in_pass(own_group, i)) continue;
         if (--uses[i] == 0 && values[i].owner) {
           values[i].owner.reset();
           values[i].data = nullptr;
@@ -263,6 +289,21 @@ struct run_state {
       runtime_tensor t(v.type, v.extents);
       if (t.byte_size()) std::memcpy(t.bytes(), v.data, t.byte_size());
       out[k] = std::move(t);
+    }
+  }
+
+  // After a run into targets: outputs not computed in place (leaves, views, repeats) are copied;
+  // each must have its target's dtype and extents.
+  void write_targets() const {
+    for (std::size_t k = 0; k < g.outputs.size(); ++k) {
+      const slot& v = values[g.outputs[k]];
+      const output_target& t = (*targets)[k];
+      if (v.type != t.type || v.extents != t.extents)
+        throw shape_error("interpreter: output " + std::to_string(k) + " is " + std::string(dtype_name(v.type)) +
+                          format_extents(v.extents) + ", expected " + std::string(dtype_name(t.type)) +
+                          format_extents(t.extents));
+      const std::size_t bytes = element_count(v.extents) * dtype_size(v.type);
+      if (v.data != t.data && bytes) std::memcpy(t.data, v.data, bytes);
     }
   }
 

@@ -25,13 +25,15 @@ namespace runtime_detail {
 // A control-flow node (ir/control_flow/), its sub-graphs run by a body_runner (below).
 inline void run_control_flow(run_state& s, std::uint32_t id);
 
-// The values a group reads from outside it, each once.
+// The values a group's pass reads from memory, each once: the inputs of its members and of the
+// values it recomputes (recompute_plan.hpp) that it does not compute itself.
 inline std::vector<std::uint32_t> group_externals(const run_state& s, int gi) {
   std::vector<std::uint32_t> externals;
-  for (auto m : s.groups[gi].members)
-    for (auto i : s.node(m).inputs)
-      if (s.group_of[i] != gi && std::find(externals.begin(), externals.end(), i) == externals.end())
-        externals.push_back(i);
+  for (const auto* list : {&s.groups[gi].recomputed, &s.groups[gi].members})
+    for (auto m : *list)
+      for (auto i : s.node(m).inputs)
+        if (!s.in_pass(gi, i) && std::find(externals.begin(), externals.end(), i) == externals.end())
+          externals.push_back(i);
   return externals;
 }
 
@@ -127,30 +129,35 @@ inline void run_single(run_state& s, std::uint32_t id) {
 }
 
 // One pass over the group's extents (fused_pass.hpp), its external inputs ready; stored members are
-// written to their storage, the others live in tile buffers or registers.
+// written to their storage, the others (and the values it recomputes, first) live in tile buffers
+// or registers.
 inline void run_group(run_state& s, int gi) {
   const fusion_group& gr = s.groups[gi];
   const auto& members = gr.members;
   const std::vector<std::uint32_t> externals = group_externals(s, gi);
+  std::vector<std::uint32_t> order = gr.recomputed;  // evaluation order: recomputed values, then members
+  order.insert(order.end(), members.begin(), members.end());
+  const std::size_t first_member = gr.recomputed.size();
 
-  std::vector<bool> stored(members.size());
-  for (std::size_t k = 0; k < members.size(); ++k) {
-    stored[k] = s.uses[members[k]] > 0;
-    if (stored[k]) s.fresh(members[k]);
+  std::vector<bool> stored(order.size());
+  for (std::size_t k = first_member; k < order.size(); ++k) {
+    stored[k] = s.uses[order[k]] > 0;
+    if (stored[k]) s.fresh(order[k]);
   }
   ++s.stats.fused_groups;
   s.stats.fused_nodes += members.size();
+  s.stats.recomputed_nodes += gr.recomputed.size();
 
   std::vector<fused_pass_input> inputs;
   for (auto x : externals) inputs.push_back({s.values[x].data, s.values[x].type, s.values[x].extents});
   std::vector<fused_pass_member> program;
-  for (std::size_t k = 0; k < members.size(); ++k) {
-    const graph_node& n = s.node(members[k]);
-    fused_pass_member m{*s.kernels[members[k]], n.op, {}, s.values[members[k]].type,
-                        stored[k] ? const_cast<void*>(s.values[members[k]].data) : nullptr};
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const graph_node& n = s.node(order[k]);
+    fused_pass_member m{*s.kernels[order[k]], n.op, {}, s.values[order[k]].type,
+                        stored[k] ? const_cast<void*>(s.values[order[k]].data) : nullptr};
     for (auto i : n.inputs)
-      m.operands.push_back(s.group_of[i] == gi
-                               ? externals.size() + std::size_t(std::find(members.begin(), members.end(), i) - members.begin())
+      m.operands.push_back(s.in_pass(gi, i)
+                               ? externals.size() + std::size_t(std::find(order.begin(), order.end(), i) - order.begin())
                                : std::size_t(std::find(externals.begin(), externals.end(), i) - externals.begin()));
     program.push_back(std::move(m));
   }
@@ -160,7 +167,9 @@ inline void run_group(run_state& s, int gi) {
   s.account(
       [&] {
         std::string ops;
-        for (auto m : members) ops += (ops.empty() ? "" : ", ") + s.node(m).op + " '" + s.node(m).name + "'";
+        for (std::size_t k = 0; k < order.size(); ++k)
+          ops += (ops.empty() ? "" : ", ") + std::string(k < first_member ? "recomputed " : "") + s.node(order[k]).op +
+                 " '" + s.node(order[k]).name + "'";
         return "fused pass [" + ops + "] over " + std::string(dtype_name(s.values[members.back()].type)) +
                format_extents(gr.extents) + ", tile " + std::to_string(pass.tile()) +
                (pass.native() ? ", generated code" : "");
@@ -170,11 +179,11 @@ inline void run_group(run_state& s, int gi) {
     if (members.size() == 1) throw nonfinite_error(s, members[0]);
     localise(s);
   }
-  for (std::size_t k = 0; k < members.size(); ++k) {
-    s.values[members[k]].ready = true;
-    if (stored[k]) s.record(members[k]);
+  for (std::size_t k = first_member; k < order.size(); ++k) {
+    s.values[order[k]].ready = true;
+    if (stored[k]) s.record(order[k]);
   }
-  s.release_inputs_of(members, gi);
+  s.release_inputs_of(order, gi);
 }
 
 // --- Order.

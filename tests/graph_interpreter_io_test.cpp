@@ -316,13 +316,17 @@ TEST(GraphInterpreter, FusedPassesRecomputeForwardValuesInsteadOfReadingThemBack
 
   interpreter_options stored_only;
   stored_only.recompute = false;
+  stored_only.fuse_row_reductions = false;
   interpreter reference(g, stored_only), recomputing(g);
   const auto want = reference.run(sources.feeds, &sources.store);
   const auto got = recomputing.run(sources.feeds, &sources.store);
   ASSERT_EQ(want.size(), 4u);
   for (std::size_t o = 0; o < want.size(); ++o) EXPECT_EQ(compare(want[o], got[o]).max_ulps, 0u) << "output " << o;
   EXPECT_EQ(reference.last_stats().recomputed_nodes, 0u);
+  EXPECT_EQ(reference.last_stats().fused_reductions, 0u);
   EXPECT_GE(recomputing.last_stats().recomputed_nodes, 7u);
+  // mean((x - mu)^2) forward; the row sums of layer norm's gradient backward.
+  EXPECT_GE(recomputing.last_stats().fused_reductions, 3u);
   EXPECT_LE(recomputing.last_stats().materialised_values + 5, reference.last_stats().materialised_values)
       << "stored with recomputation " << recomputing.last_stats().materialised_values << ", without "
       << reference.last_stats().materialised_values;
@@ -337,6 +341,7 @@ TEST(GraphInterpreter, FusedPassesRecomputeForwardValuesInsteadOfReadingThemBack
   interpreter checking(g, checked);
   EXPECT_THROW(checking.run(sources.feeds, &sources.store), numerics_error);
   EXPECT_EQ(checking.last_stats().recomputed_nodes, 0u);
+  EXPECT_EQ(checking.last_stats().fused_reductions, 0u);
 
   // The rows without NaN or infinity against float64 central differences of the loss.
   std::vector<double> x(xv.data(), xv.data() + xv.size()), w(wv.data(), wv.data() + wv.size());
@@ -370,3 +375,54 @@ TEST(GraphInterpreter, FusedPassesRecomputeForwardValuesInsteadOfReadingThemBack
     }
 }
 #endif
+
+// Reductions over the last axis run in the pass computing their operand, on tiles of whole rows:
+// rows of 24 elements (tiles of 48, on the packet grid), an operand broadcast along the first axis
+// (the pass's index space is [n, 72]: threads' shares start on whole rows of it), over the parallel
+// threshold, keepdims or not, NaN, infinity and -0 among the inputs. The same bits as the
+// reductions run as units of their own; float64 sums as the reference.
+TEST(GraphInterpreter, RowReductionsRunInTheirOperandsPassBitwise) {
+  const auto rp = placeholder<"rp", float, shape<dyn, 3, 24>>();
+  const auto rq = placeholder<"rq", float, shape<3, 24>>();
+  std::mt19937 rng{24};
+  constexpr std::size_t n = 1001;  // 72072 elements: over cpu::parallel_threshold
+  auto pv = random_tensor<float, shape<dyn, 3, 24>>(rng, {n, 3, 24}, -2, 2);
+  const auto qv = random_tensor<float, shape<3, 24>>(rng, {3, 24}, -2, 2);
+  pv(5, 1, 3) = std::numeric_limits<float>::quiet_NaN();
+  pv(9, 2, 0) = -std::numeric_limits<float>::infinity();
+  pv(11, 0, 7) = -0.f;
+  const graph g = to_graph(sum(sin(rp) * rq, axes<-1>), mean(rp * rp + rq, axes<-1>, keepdims));
+  const auto feeds = sources_for(g, rp = pv, rq = qv).feeds;
+  interpreter_options separate;
+  separate.fuse_row_reductions = false;
+  interpreter fused(g), units(g, separate);
+  const auto got = fused.run(feeds);
+  const auto want = units.run(feeds);
+  EXPECT_EQ(fused.last_stats().fused_reductions, 2u);
+  EXPECT_EQ(units.last_stats().fused_reductions, 0u);
+  EXPECT_LT(fused.last_stats().materialised_values, units.last_stats().materialised_values);
+  ASSERT_EQ(got.size(), 2u);
+  for (std::size_t o = 0; o < 2; ++o) EXPECT_EQ(compare(want[o], got[o]).max_ulps, 0u) << "output " << o;
+  for (std::size_t tile : {16, 100, 4096}) {
+    const auto out = interpreter(g, tiled_options(tile)).run(feeds);
+    for (std::size_t o = 0; o < 2; ++o) EXPECT_EQ(compare(want[o], out[o]).max_ulps, 0u) << "tile " << tile;
+  }
+  ASSERT_EQ(got[0].extents(), (runtime_extents{n, 3}));
+  ASSERT_EQ(got[1].extents(), (runtime_extents{n, 3, 1}));
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t i = 0; i < 3; ++i) {
+      double s = 0, m = 0;
+      for (std::size_t j = 0; j < 24; ++j) {
+        const double x = pv(r, i, j);
+        s += std::sin(x) * double(qv(i, j));
+        m += x * x + double(qv(i, j));
+      }
+      m /= 24;
+      const float fs = got[0].data<float>()[r * 3 + i], fm = got[1].data<float>()[r * 3 + i];
+      if (std::isnan(s)) EXPECT_TRUE(std::isnan(fs)) << r << ", " << i;
+      else EXPECT_NEAR(fs, s, 1e-5 * (1 + std::abs(s))) << r << ", " << i;
+      if (std::isinf(m)) EXPECT_EQ(fm, float(m)) << r << ", " << i;
+      else if (std::isnan(m)) EXPECT_TRUE(std::isnan(fm)) << r << ", " << i;
+      else EXPECT_NEAR(fm, m, 1e-5 * (1 + std::abs(m))) << r << ", " << i;
+    }
+}

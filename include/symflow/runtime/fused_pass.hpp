@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -103,15 +104,24 @@ struct fused_pass_member {
   void* storage = nullptr;            // stored: the value's elements; else it lives in a tile buffer
 };
 
+// A reduction over the last axis of a member, row by row on the pass's tiles (row_reduction_plan.hpp).
+struct fused_pass_reduction {
+  std::size_t member = 0;  // index in the members
+  void (*reduce_rows)(const void* in, dtype type, std::size_t rows, std::size_t count, void* out) = nullptr;
+  void* out = nullptr;  // one element per row, of the member's dtype
+};
+
 class fused_pass {
  public:
   // `checking`: stored members are scanned for NaN and infinities as they are written.
   fused_pass(std::vector<fused_pass_input> inputs, std::vector<fused_pass_member> members, runtime_extents extents,
-             const interpreter_options& options, bool checking)
-      : inputs_(std::move(inputs)), members_(std::move(members)), extents_(std::move(extents)) {
+             const interpreter_options& options, bool checking, std::vector<fused_pass_reduction> reductions = {})
+      : inputs_(std::move(inputs)), members_(std::move(members)), extents_(std::move(extents)),
+        reductions_(std::move(reductions)) {
     plan_index_space();
     choose_tile(options);
     build_program(checking);
+    if (!reductions_.empty()) return;  // the interpreter's tiles: a generated pass keeps no rows
     native_ = generated_pass(options);
     // A generated pass keeps its members in registers and reads its inputs as it computes (no
     // bursts of one op over a tile), so small tiles gain nothing and cost calls.
@@ -126,7 +136,10 @@ class fused_pass {
     if (element_count(extents_) == 0) return false;
     std::atomic<bool> nonfinite{false};
     std::vector<lane> lanes(std::size_t(std::max(1, cpu::max_threads())));
-    cpu::parallel_chunks(element_count(extents_), tile_, [&](std::size_t thread, std::size_t begin, std::size_t end) {
+    // With reductions over rows, threads' shares start on whole rows of the index space too (a row
+    // is never split between two threads).
+    const std::size_t align = reductions_.empty() || dims_.size() == 1 ? tile_ : std::lcm(tile_, dims_.back());
+    cpu::parallel_chunks(element_count(extents_), align, [&](std::size_t thread, std::size_t begin, std::size_t end) {
       lane local;
       run_chunk(thread < lanes.size() ? lanes[thread] : local, begin, end, nonfinite);
     });
@@ -197,6 +210,11 @@ class fused_pass {
       wanted = bytes >= (std::size_t(2) << 20) ? 128 : 512;
     }
     tile_ = (std::max(packet_grid, wanted) + packet_grid - 1) / packet_grid * packet_grid;
+    if (!reductions_.empty()) {
+      // Whole rows per tile, on the packet grid: a multiple of the row and of packet_grid.
+      const std::size_t unit = std::lcm(extents_.back(), packet_grid);
+      tile_ = std::max<std::size_t>(1, tile_ / unit) * unit;
+    }
   }
 
   // Tile buffers are assigned like registers: a buffer is reused once the last step reading its
@@ -216,6 +234,7 @@ class fused_pass {
         if (in[j] >= nx) last_read[in[j] - nx] = k;
       }
     }
+    for (const auto& r : reductions_) last_read[r.member] = nm;  // read after the tile's last step
     std::vector<int> free_buffers;
     for (std::size_t k = 0; k < nm; ++k) {
       step& st = steps_[k];
@@ -366,6 +385,12 @@ class fused_pass {
           }
           if (st.check && !all_finite(st.type, out, n)) nonfinite.store(true, std::memory_order_relaxed);
         }
+        // Tiles hold whole rows (choose_tile): each row of the tile reduced as a unit would.
+        for (const auto& r : reductions_) {
+          const std::size_t row = extents_.back();  // reductions_ only for rank >= 1 (the planner)
+          const step& st = steps_[r.member];
+          r.reduce_rows(ptr[st.out], st.type, n / row, row, static_cast<char*>(r.out) + pos / row * st.esize);
+        }
       }
       pos += n;
     }
@@ -375,6 +400,7 @@ class fused_pass {
   std::vector<fused_pass_input> inputs_;
   std::vector<fused_pass_member> members_;
   runtime_extents extents_;
+  std::vector<fused_pass_reduction> reductions_;
   std::vector<std::size_t> dims_;                   // merged axes
   std::vector<std::vector<std::size_t>> dstrides_;  // per input, along the merged axes
   std::vector<char> splat_all_, inner_splat_;

@@ -168,6 +168,24 @@ void reduce_typed(const T* in, const runtime_extents& ext, const std::vector<boo
   for (std::size_t i = 0; i < out_count; ++i) out[i] = static_cast<T>(Op::finish(acc[i], count));
 }
 
+// `rows` rows of `count` contiguous elements each reduced over the row into out[row]: what
+// reduce_typed computes for a reduction over the last axis alone, row by row (the same function on
+// the same elements, so the same bits). A fused pass runs it on its tiles' rows
+// (row_reduction_plan.hpp).
+template <class Op>
+void reduce_rows_runtime(const void* in, dtype type, std::size_t rows, std::size_t count, void* out) {
+  visit_compute_dtype(type, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (!std::is_same_v<T, bool>) {
+      using Acc = std::conditional_t<std::is_floating_point_v<T> && !order_independent_v<Op>, double, T>;
+      const T* x = static_cast<const T*>(in);
+      T* o = static_cast<T*>(out);
+      for (std::size_t r = 0; r < rows; ++r)
+        o[r] = static_cast<T>(Op::finish(reduce_row<Op>(Op::template identity<Acc>(), x + r * count, count), count));
+    }
+  });
+}
+
 template <class Op>
 void reduce_runtime(const runtime_array& in, const std::vector<bool>& reduced, const runtime_array& out) {
   visit_compute_dtype(in.type, [&](auto t) {
@@ -187,6 +205,8 @@ struct runtime_op {
   dtype_rule dtypes;  // elementwise ops and kernels: the op's own accepts/result_type over the dtype table
   std::optional<elementwise_kernel> (*elementwise)(const node_attributes&, const std::vector<dtype>&) = nullptr;
   void (*reduce)(const runtime_array& in, const std::vector<bool>& reduced, const runtime_array& out) = nullptr;
+  // Reductions: contiguous rows reduced over their last axis (reduce_rows_runtime).
+  void (*reduce_rows)(const void* in, dtype type, std::size_t rows, std::size_t count, void* out) = nullptr;
   runtime_layout (*view)(const node_attributes&, const runtime_layout&, const std::string& who) = nullptr;
   runtime_extents (*kernel_extents)(const node_attributes&, const std::vector<runtime_extents>&,
                                     const std::string& who) = nullptr;
@@ -205,6 +225,7 @@ runtime_op runtime_op_of() {
     r.elementwise = &elementwise_kernel_for<Op>;
   } else if constexpr (Entry::kind == node_kind::reduction) {
     r.reduce = &reduce_runtime<Op>;
+    r.reduce_rows = &reduce_rows_runtime<Op>;
   } else if constexpr (Entry::kind == node_kind::view) {
     r.view = [](const node_attributes& a, const runtime_layout& in, const std::string& who) {
       return Op::runtime_view(a, in, who);

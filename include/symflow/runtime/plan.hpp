@@ -110,11 +110,22 @@ struct fusion_group {
   // Values of other groups this group's pass computes again instead of reading them (ascending;
   // the CPU interpreter's plans only: recompute_plan.hpp).
   std::vector<std::uint32_t> recomputed{};
+  // Reductions over the last axis of a member, computed on the pass's tiles (ascending; the CPU
+  // interpreter's plans only: row_reduction_plan.hpp).
+  std::vector<std::uint32_t> reductions{};
 };
 
 struct fusion_plan {
   std::vector<int> group_of;  // per value id; -1 outside any group
   std::vector<fusion_group> groups;  // some may be empty (merged into another)
+  // Per value id: the group whose pass computes this reduction (fusion_group::reductions), else -1;
+  // empty when no reduction is fused.
+  std::vector<int> reduced_in{};
+  // The group whose pass computes value id (a member or a fused reduction), or -1.
+  int unit_of(std::uint32_t id) const {
+    if (group_of[id] >= 0) return group_of[id];
+    return reduced_in.empty() ? -1 : reduced_in[id];
+  }
 };
 
 namespace runtime_detail {

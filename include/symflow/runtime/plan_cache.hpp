@@ -32,6 +32,7 @@
 #include "../ir/structure_hasher.hpp"
 #include "plan.hpp"
 #include "recompute_plan.hpp"
+#include "row_reduction_plan.hpp"
 
 namespace symflow {
 
@@ -222,7 +223,8 @@ struct runtime_plan {
   std::vector<dtype> leaf_types;
   std::vector<runtime_extents> leaf_extents;
   bool fuse = true;
-  bool recompute = false;  // plan_recomputation applied (recompute_plan.hpp)
+  bool recompute = false;       // plan_recomputation applied (recompute_plan.hpp)
+  bool row_reductions = false;  // plan_row_reductions applied (row_reduction_plan.hpp)
   value_types types;
   fusion_plan fusion;
 };
@@ -234,10 +236,11 @@ inline graph_lru_cache<runtime_plan>& runtime_plan_cache() {
 
 namespace plan_cache_detail {
 inline std::uint64_t plan_key(const graph_structure& s, const std::vector<dtype>& types,
-                              const std::vector<runtime_extents>& extents, bool fuse, bool recompute) {
+                              const std::vector<runtime_extents>& extents, bool fuse, bool recompute,
+                              bool row_reductions) {
   hasher h;
   h.add(s.hash);
-  h.add(std::uint64_t(fuse) | std::uint64_t(recompute) << 1);
+  h.add(std::uint64_t(fuse) | std::uint64_t(recompute) << 1 | std::uint64_t(row_reductions) << 2);
   for (std::size_t i = 0; i < types.size(); ++i) {
     h.add(std::uint64_t(types[i]));
     h.add(std::uint64_t(extents[i].size()));
@@ -249,16 +252,19 @@ inline std::uint64_t plan_key(const graph_structure& s, const std::vector<dtype>
 
 // The plan for graph `g` (whose structure is `s`) with these leaf dtypes and extents (inputs,
 // parameters, constants, in id order): from the cache, else computed (throwing as
-// infer_node_types does when the leaves do not fit the graph) and remembered. `recompute`: fused
-// passes compute again the values they would otherwise read back (recompute_plan.hpp).
+// infer_node_types does when the leaves do not fit the graph) and remembered. `row_reductions`:
+// reductions over the last axis run in the passes computing their operands (row_reduction_plan.hpp);
+// `recompute`: fused passes compute again the values they would otherwise read back
+// (recompute_plan.hpp).
 inline std::shared_ptr<const runtime_plan> plan_for(const graph& g, const std::shared_ptr<const graph_structure>& s,
                                                     std::vector<dtype> leaf_types,
                                                     std::vector<runtime_extents> leaf_extents, bool fuse,
-                                                    bool recompute = false) {
+                                                    bool recompute = false, bool row_reductions = false) {
   recompute = recompute && fuse;
-  const std::uint64_t key = plan_cache_detail::plan_key(*s, leaf_types, leaf_extents, fuse, recompute);
+  row_reductions = row_reductions && fuse;
+  const std::uint64_t key = plan_cache_detail::plan_key(*s, leaf_types, leaf_extents, fuse, recompute, row_reductions);
   auto hit = runtime_plan_cache().find(key, [&](const runtime_plan& p) {
-    return p.fuse == fuse && p.recompute == recompute && p.leaf_types == leaf_types && p.leaf_extents == leaf_extents &&
+    return p.fuse == fuse && p.recompute == recompute && p.row_reductions == row_reductions && p.leaf_types == leaf_types && p.leaf_extents == leaf_extents &&
            (p.structure == s || (p.structure->hash == s->hash && same_graph_structure(p.structure->shape, s->shape)));
   });
   if (hit) return hit;
@@ -266,6 +272,7 @@ inline std::shared_ptr<const runtime_plan> plan_for(const graph& g, const std::s
   p->structure = s;
   p->fuse = fuse;
   p->recompute = recompute;
+  p->row_reductions = row_reductions;
   p->types = value_types(g.value_count());
   for (std::size_t id = 0; id < leaf_types.size(); ++id) {
     p->types.type[id] = leaf_types[id];
@@ -273,6 +280,7 @@ inline std::shared_ptr<const runtime_plan> plan_for(const graph& g, const std::s
   }
   infer_node_types(g, p->types);
   p->fusion = plan_fusion_groups(g, p->types, fuse);
+  if (row_reductions) plan_row_reductions(g, p->types, p->fusion);
   if (recompute) plan_recomputation(g, p->types, p->fusion);
   p->leaf_types = std::move(leaf_types);
   p->leaf_extents = std::move(leaf_extents);

@@ -78,8 +78,8 @@ class recompute_planner {
       if (output_[v]) continue;
       bool read_by_b = false, passes_only = true;
       for (auto r : readers_[v]) {
-        const int c = p_.group_of[r];
-        if (c == a) continue;
+        const int c = p_.unit_of(r);
+        if (c == a) continue;  // a member, or a reduction the pass computes
         if (c < 0 || p_.groups[std::size_t(c)].extents != p_.groups[std::size_t(a)].extents) passes_only = false;
         if (c == b) read_by_b = true;
       }
@@ -91,8 +91,8 @@ class recompute_planner {
   // Whether group c (other than a) reads v, and will not compute it itself.
   bool other_reader(int a, int b, std::uint32_t v) const {
     for (auto r : readers_[v]) {
-      const int c = p_.group_of[r];
-      if (c != a && c != b && !in_pass(c, v)) return true;
+      const int c = p_.unit_of(r);
+      if (c < 0 || (c != a && c != b && !in_pass(c, v))) return true;
     }
     return false;
   }

@@ -24,6 +24,10 @@ struct interpreter_options {
   // stored and read back, where that moves fewer arrays (recompute_plan.hpp). Same results bit for
   // bit; not in runs that check numerics or trace values.
   bool recompute = true;
+  // Reductions over the last axis of a fused pass's value run in that pass, row by row on its
+  // tiles, instead of reading the value back (row_reduction_plan.hpp). Same results bit for bit;
+  // not in runs that check numerics or trace values.
+  bool fuse_row_reductions = true;
   // NaN / infinity checks on every computed value (fused into the passes); unset: the process-wide
   // check_numerics switch (eval/numerics.hpp).
   std::optional<bool> check_numerics;
@@ -77,6 +81,7 @@ struct interpreter_stats {
   std::size_t fused_groups = 0;         // elementwise passes over memory
   std::size_t fused_nodes = 0;          // elementwise nodes they computed
   std::size_t recomputed_nodes = 0;     // elementwise nodes of one pass computed again by another
+  std::size_t fused_reductions = 0;     // reductions computed by the pass computing their operand
   std::size_t materialised_values = 0;  // values written to memory (group outputs, views, kernels, reductions)
   std::size_t native_passes = 0;        // fused passes run by generated code
 };

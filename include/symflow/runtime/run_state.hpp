@@ -65,6 +65,7 @@ struct run_state {
   std::vector<std::optional<elementwise_kernel>> kernels;
   std::vector<int> group_of;  // per value id; -1 outside any group
   std::vector<fusion_group> groups;
+  std::vector<int> reduced_in;  // per value id: the group whose pass computes this reduction; may be empty
   std::shared_ptr<const runtime_plan> plan;
   std::vector<std::size_t> uses;  // consumers (units) still to run, plus output references
   std::vector<runtime_tensor>* reusable = nullptr;  // the caller's output tensors
@@ -155,8 +156,11 @@ struct run_state {
     std::vector<dtype> leaf_types(first_node);
     std::vector<runtime_extents> leaf_extents(first_node);
     for (std::size_t id = 0; id < first_node; ++id) leaf_types[id] = values[id].type, leaf_extents[id] = values[id].extents;
+    // Runs that check numerics or trace values store every value they check or record, and run
+    // every reduction as a unit of its own.
+    const bool reporting = checking || options.trace;
     plan = plan_for(g, structure, std::move(leaf_types), std::move(leaf_extents), options.fuse,
-                    options.recompute && !checking && !options.trace);
+                    options.recompute && !reporting, options.fuse_row_reductions && !reporting);
     for (std::size_t id = first_node; id < values.size(); ++id) {
       values[id].type = plan->types.type[id];
       values[id].extents = plan->types.extents[id];
@@ -164,11 +168,18 @@ struct run_state {
     }
     group_of = plan->fusion.group_of;
     groups = plan->fusion.groups;
+    reduced_in = plan->fusion.reduced_in;
   }
 
   std::vector<bool> reduced_mask(std::uint32_t id) const {
     const auto& n = node(id);
     return reduced_axes_mask(who(id), node_attributes(n), values[n.inputs.at(0)].extents.size());
+  }
+
+  // The group whose pass computes value id (a member or a reduction over its rows), or -1.
+  int unit_of(std::uint32_t id) const {
+    if (group_of[id] >= 0) return group_of[id];
+    return reduced_in.empty() ? -1 : reduced_in[id];
   }
 
   // Whether group gi's pass computes value v itself (a member, or one it recomputes).
@@ -182,7 +193,7 @@ struct run_state {
   void count_uses() {
     for (std::uint32_t id = std::uint32_t(first_node); id < values.size(); ++id)
       for (auto i : node(id).inputs)
-        if (group_of[id] < 0 || !in_pass(group_of[id], i)) ++uses[i];
+        if (const int unit = unit_of(id); unit < 0 || !in_pass(unit, i)) ++uses[i];
     for (std::size_t gi = 0; gi < groups.size(); ++gi)  // what passes read to recompute values
       for (auto r : groups[gi].recomputed)
         for (auto i : node(r).inputs)

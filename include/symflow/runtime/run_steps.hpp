@@ -161,7 +161,15 @@ inline void run_group(run_state& s, int gi) {
                                : std::size_t(std::find(externals.begin(), externals.end(), i) - externals.begin()));
     program.push_back(std::move(m));
   }
-  fused_pass pass(std::move(inputs), std::move(program), gr.extents, s.options, s.checking);
+  std::vector<fused_pass_reduction> reductions;
+  for (auto r : gr.reductions) {
+    const std::uint32_t v = s.node(r).inputs[0];
+    s.fresh(r);
+    reductions.push_back({std::size_t(std::find(order.begin(), order.end(), v) - order.begin()),
+                          find_runtime_op(s.node(r).op)->reduce_rows, const_cast<void*>(s.values[r].data)});
+  }
+  s.stats.fused_reductions += reductions.size();
+  fused_pass pass(std::move(inputs), std::move(program), gr.extents, s.options, s.checking, std::move(reductions));
   if (pass.native()) ++s.stats.native_passes;
   bool nonfinite = false;
   s.account(
@@ -170,6 +178,7 @@ inline void run_group(run_state& s, int gi) {
         for (std::size_t k = 0; k < order.size(); ++k)
           ops += (ops.empty() ? "" : ", ") + std::string(k < first_member ? "recomputed " : "") + s.node(order[k]).op +
                  " '" + s.node(order[k]).name + "'";
+        for (auto r : gr.reductions) ops += ", then " + s.node(r).op + " '" + s.node(r).name + "' over rows";
         return "fused pass [" + ops + "] over " + std::string(dtype_name(s.values[members.back()].type)) +
                format_extents(gr.extents) + ", tile " + std::to_string(pass.tile()) +
                (pass.native() ? ", generated code" : "");
@@ -183,6 +192,7 @@ inline void run_group(run_state& s, int gi) {
     s.values[order[k]].ready = true;
     if (stored[k]) s.record(order[k]);
   }
+  for (auto r : gr.reductions) s.record(r);  // ready since fresh()
   s.release_inputs_of(order, gi);
 }
 
@@ -198,7 +208,7 @@ inline void ensure(run_state& s, std::uint32_t root) {
       pending.pop_back();
       continue;
     }
-    const int gi = s.group_of[id];
+    const int gi = s.unit_of(id);
     bool waiting = false;
     for (auto i : gi >= 0 ? group_externals(s, gi) : s.node(id).inputs)
       if (!s.values[i].ready) pending.push_back(i), waiting = true;

@@ -65,7 +65,6 @@ struct run_state {
   std::vector<std::optional<elementwise_kernel>> kernels;
   std::vector<int> group_of;  // per value id; -1 outside any group
   std::vector<fusion_group> groups;
-  std::vector<int> reduced_in;  // per value id: the group whose pass computes this reduction; may be empty
   std::shared_ptr<const runtime_plan> plan;
   std::vector<std::size_t> uses;  // consumers (units) still to run, plus output references
   std::vector<runtime_tensor>* reusable = nullptr;  // the caller's output tensors
@@ -168,7 +167,6 @@ struct run_state {
     }
     group_of = plan->fusion.group_of;
     groups = plan->fusion.groups;
-    reduced_in = plan->fusion.reduced_in;
   }
 
   std::vector<bool> reduced_mask(std::uint32_t id) const {
@@ -177,10 +175,7 @@ struct run_state {
   }
 
   // The group whose pass computes value id (a member or a reduction over its rows), or -1.
-  int unit_of(std::uint32_t id) const {
-    if (group_of[id] >= 0) return group_of[id];
-    return reduced_in.empty() ? -1 : reduced_in[id];
-  }
+  int unit_of(std::uint32_t id) const { return plan->fusion.unit_of(id); }
 
   // Whether group gi's pass computes value v itself (a member, or one it recomputes).
   bool in_pass(int gi, std::uint32_t v) const {

@@ -426,3 +426,50 @@ TEST(GraphInterpreter, RowReductionsRunInTheirOperandsPassBitwise) {
       else EXPECT_NEAR(fm, m, 1e-5 * (1 + std::abs(m))) << r << ", " << i;
     }
 }
+
+// A later run of the same plan rebinds the passes the first run built to its own memory
+// (runtime/pass_cache.hpp): feeds elsewhere, with other values, another batch size (another plan)
+// in between, another thread count, and scalars splat across the tile. Each run's outputs are
+// those of a fresh interpreter, bit for bit, and of float64 arithmetic.
+TEST(GraphInterpreter, FusedPassesAreReusedOnOtherMemoryBitwise) {
+  const auto fp = placeholder<"fp", float, shape<dyn, 37>>();
+  const auto fq = placeholder<"fq", float, shape<37>>();
+  const auto fs = placeholder<"fs", float, shape<>>();
+  const graph g = to_graph(exp(fp * fq) - fs * fp, sum(tanh(fp) + fs, axes<-1>));
+  interpreter kept(g);
+  std::mt19937 rng{37};
+  for (int run = 0; run < 6; ++run) {
+    const std::size_t rows = run == 3 ? 5 : 2001;  // 74037 elements: over cpu::parallel_threshold
+    auto pv = random_tensor<float, shape<dyn, 37>>(rng, {rows, 37}, -2, 2);
+    const auto qv = random_tensor<float, shape<37>>(rng, {37}, -1, 1);
+    const tensor<float, shape<>> sv(float(run) - 2.5f);
+    pv(1, 3) = std::numeric_limits<float>::quiet_NaN();
+    pv(2, 36) = -0.f;
+    pv(4, 0) = std::numeric_limits<float>::infinity();
+    const auto feeds = sources_for(g, fp = pv, fq = qv, fs = sv).feeds;
+    std::vector<runtime_tensor> got;
+    {
+      const cpu::serial_scope one_thread(run == 4);  // the lanes a 2-thread run made, used by one
+      got = kept.run(feeds);
+    }
+    const auto want = interpreter(g).run(feeds);
+    EXPECT_EQ(kept.last_stats().reused_passes, run == 0 || run == 3 ? 0u : kept.last_stats().fused_groups) << run;
+    ASSERT_EQ(got.size(), 2u);
+    for (std::size_t o = 0; o < 2; ++o) EXPECT_EQ(compare(want[o], got[o]).max_ulps, 0u) << "run " << run << " output " << o;
+    for (std::size_t r = 0; r < rows; ++r) {
+      double total = 0;
+      for (std::size_t j = 0; j < 37; ++j) {
+        const double x = pv(r, j);
+        const double y = std::exp(x * double(qv[j])) - double(sv[0]) * x;
+        total += std::tanh(x) + double(sv[0]);
+        const float f = got[0].data<float>()[r * 37 + j];
+        if (std::isnan(y)) EXPECT_TRUE(std::isnan(f)) << r << ", " << j;
+        else if (std::isinf(y)) EXPECT_EQ(f, float(y)) << r << ", " << j;
+        else EXPECT_NEAR(f, y, 1e-5 * (1 + std::abs(y))) << r << ", " << j;
+      }
+      const float f = got[1].data<float>()[r];
+      if (std::isnan(total)) EXPECT_TRUE(std::isnan(f)) << r;
+      else EXPECT_NEAR(f, total, 1e-4 * (1 + std::abs(total))) << r;
+    }
+  }
+}

@@ -131,11 +131,30 @@ class fused_pass {
   bool native() const noexcept { return native_ != nullptr; }
   std::size_t tile() const noexcept { return tile_; }
 
+  // The same pass over other memory (a later run of the same plan, runtime/pass_cache.hpp): the
+  // inputs' elements, the stored members' storage and the reductions' results, in the order the
+  // pass was built with (a member stored then is stored now). The program, the tile and the
+  // threads' tile buffers are kept.
+  void rebind(const std::vector<const void*>& inputs, const std::vector<void*>& storage,
+              const std::vector<void*>& reduction_out) {
+    for (std::size_t k = 0; k < inputs_.size(); ++k) {
+      inputs_[k].data = inputs[k];
+      flat_base_[k] = static_cast<const char*>(inputs[k]);
+    }
+    for (std::size_t k = 0; k < members_.size(); ++k) {
+      members_[k].storage = storage[k];
+      steps_[k].storage = static_cast<char*>(storage[k]);
+    }
+    for (std::size_t r = 0; r < reductions_.size(); ++r) reductions_[r].out = reduction_out[r];
+    ++binding_;  // the lanes' splats of whole inputs are filled again
+  }
+
   // Runs the pass over every element; returns whether a checked member holds NaN or an infinity.
   bool run() {
     if (element_count(extents_) == 0) return false;
     std::atomic<bool> nonfinite{false};
-    std::vector<lane> lanes(std::size_t(std::max(1, cpu::max_threads())));
+    std::vector<lane>& lanes = lanes_;  // kept from run to run: their buffers are allocated once
+    if (lanes.size() < std::size_t(std::max(1, cpu::max_threads()))) lanes.resize(std::size_t(std::max(1, cpu::max_threads())));
     // With reductions over rows, threads' shares start on whole rows of the index space too (a row
     // is never split between two threads).
     const std::size_t align = reductions_.empty() || dims_.size() == 1 ? tile_ : std::lcm(tile_, dims_.back());
@@ -171,6 +190,7 @@ class fused_pass {
   // pointer table.
   struct lane {
     bool ready = false;
+    std::size_t binding = 0;  // the rebind its splats and pointer table are filled for
     std::vector<aligned_buffer<unsigned char>> buffers, splats;
     std::vector<const void*> ptr;
     std::vector<void*> out;  // a generated pass's stored tiles
@@ -295,23 +315,31 @@ class fused_pass {
     return f;
   }
 
+  // A lane's tile buffers and splats, allocated at its first chunk; its pointer table and the
+  // splats of whole inputs, filled again after a rebind.
   void prepare(lane& ln) const {
     const std::size_t nx = inputs_.size(), nm = members_.size();
-    ln.ready = true;
-    ln.ptr.assign(nx + nm, nullptr);
-    ln.index.assign(dims_.size(), 0);
-    for (auto esize : buffer_esize_) ln.buffers.emplace_back(tile_ * esize);
-    ln.splats.resize(nx);
+    if (!ln.ready) {
+      ln.ready = true;
+      ln.ptr.assign(nx + nm, nullptr);
+      ln.index.assign(dims_.size(), 0);
+      for (auto esize : buffer_esize_) ln.buffers.emplace_back(tile_ * esize);
+      ln.splats.resize(nx);
+      for (std::size_t k = 0; k < nx; ++k)
+        if (inner_splat_[k]) ln.splats[k] = aligned_buffer<unsigned char>(tile_ * dtype_size(inputs_[k].type));
+      for (std::size_t k = 0; k < nm; ++k)
+        if (steps_[k].buffer >= 0) ln.ptr[nx + k] = ln.buffers[std::size_t(steps_[k].buffer)].data();
+    } else if (ln.binding == binding_) {
+      return;
+    }
+    ln.binding = binding_;
     for (std::size_t k = 0; k < nx; ++k) {
       const fused_pass_input& x = inputs_[k];
-      if (inner_splat_[k]) ln.splats[k] = aligned_buffer<unsigned char>(tile_ * dtype_size(x.type));
       if (splat_all_[k]) {
         fused_pass_detail::fill_splat(ln.splats[k].data(), x.data, x.type, tile_);
         ln.ptr[k] = ln.splats[k].data();
       }
     }
-    for (std::size_t k = 0; k < nm; ++k)
-      if (steps_[k].buffer >= 0) ln.ptr[nx + k] = ln.buffers[std::size_t(steps_[k].buffer)].data();
   }
 
   // Points the pointer table's inputs at the tile starting at `pos`; returns the tile's length.
@@ -355,7 +383,7 @@ class fused_pass {
     begin = snap(begin);
     end = end == total ? end : snap(end);
     if (begin >= end) return;
-    if (!ln.ready) prepare(ln);
+    prepare(ln);
     bool streamed = false;
     const void** const ptr = ln.ptr.data();
     for (std::size_t pos = begin; pos < end;) {
@@ -410,6 +438,8 @@ class fused_pass {
   std::vector<step> steps_;
   std::vector<std::size_t> buffer_esize_;
   pass_function native_ = nullptr;
+  std::vector<lane> lanes_;  // per thread
+  std::size_t binding_ = 1;  // counts rebinds (a fresh lane has binding 0)
 };
 
 }  // namespace symflow

@@ -20,6 +20,7 @@
 #include "buffer_pool.hpp"
 #include "feeds.hpp"
 #include "op_table.hpp"
+#include "pass_cache.hpp"
 #include "plan_cache.hpp"
 #include "run_options.hpp"
 #include "run_state.hpp"
@@ -107,7 +108,7 @@ class interpreter {
   }
 
  private:
-  runtime_detail::run_context context() const { return {graph_, options_, structure_, *pool_}; }
+  runtime_detail::run_context context() const { return {graph_, options_, structure_, *pool_, passes_.get()}; }
   void finish_run(runtime_detail::run_state& s, std::vector<runtime_tensor>& outputs) const {
     runtime_detail::compute_outputs(s, outputs);
     stats_ = s.stats;
@@ -121,6 +122,8 @@ class interpreter {
   std::shared_ptr<const graph_structure> structure_;  // plan_cache.hpp's key
   // Intermediates' storage, kept between runs (buffer_pool.hpp); shared by copies of the interpreter.
   std::shared_ptr<runtime_detail::buffer_pool> pool_ = std::make_shared<runtime_detail::buffer_pool>();
+  // Fused passes of the last plans run, rebound by the next run of a plan (pass_cache.hpp); shared too.
+  std::shared_ptr<runtime_detail::pass_cache> passes_ = std::make_shared<runtime_detail::pass_cache>();
   mutable interpreter_stats stats_;
   mutable value_trace trace_;
   mutable interpreter_profile profile_;

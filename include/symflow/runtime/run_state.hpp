@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "buffer_pool.hpp"
 #include "feeds.hpp"
 #include "op_table.hpp"
+#include "pass_cache.hpp"
 #include "plan.hpp"
 #include "plan_cache.hpp"
 #include "run_options.hpp"
@@ -43,12 +45,14 @@ struct slot {
 };
 
 // What a run takes from the interpreter that starts it: the graph, the options, the structure its
-// plans are cached under (plan_cache.hpp) and the pool its values' storage comes from (buffer_pool.hpp).
+// plans are cached under (plan_cache.hpp), the pool its values' storage comes from (buffer_pool.hpp)
+// and the fused passes earlier runs built (pass_cache.hpp; none: each run builds its own).
 struct run_context {
   const graph& g;
   const interpreter_options& options;
   const std::shared_ptr<const graph_structure>& structure;
   buffer_pool& pool;
+  pass_cache* passes = nullptr;
 };
 
 struct run_state {
@@ -56,6 +60,7 @@ struct run_state {
   const interpreter_options& options;
   const std::shared_ptr<const graph_structure>& structure;
   buffer_pool& pool;
+  pass_cache* passes;
   const runtime_feeds& feeds;
   const params* store;
   const std::vector<bound_leaf>* bound = nullptr;  // run_bound's leaves, instead of feeds and store
@@ -63,9 +68,13 @@ struct run_state {
   const std::size_t first_node;
   std::vector<slot> values;
   std::vector<std::optional<elementwise_kernel>> kernels;
-  std::vector<int> group_of;  // per value id; -1 outside any group
-  std::vector<fusion_group> groups;
+  std::span<const int> group_of;  // per value id, the plan's; -1 outside any group
+  std::span<const fusion_group> groups;  // the plan's
   std::shared_ptr<const runtime_plan> plan;
+  std::vector<prepared_pass> prepared;  // per group: its pass, from `passes` or built by this run
+  // Scratch of run_group (run_steps.hpp), kept for the run's passes.
+  std::vector<const void*> pass_inputs;
+  std::vector<void*> pass_storage, pass_reductions;
   std::vector<std::size_t> uses;  // consumers (units) still to run, plus output references
   std::vector<runtime_tensor>* reusable = nullptr;  // the caller's output tensors
   const std::vector<output_target>* targets = nullptr;  // or the caller's memory for each output
@@ -75,11 +84,16 @@ struct run_state {
   std::vector<std::vector<std::uint32_t>> readers_;  // read_in_place's index, empty until needed
 
   run_state(const run_context& c, const runtime_feeds& f, const params* p)
-      : g(c.g), options(c.options), structure(c.structure), pool(c.pool), feeds(f), store(p),
+      : g(c.g), options(c.options), structure(c.structure), pool(c.pool), passes(c.passes), feeds(f), store(p),
         checking(options.check_numerics.value_or(check_numerics_enabled())),
         first_node(g.inputs.size() + g.parameters.size() + g.constants.size()),
-        values(first_node + g.nodes.size()), kernels(values.size()), group_of(values.size(), -1),
-        uses(values.size(), 0) {}
+        values(first_node + g.nodes.size()), kernels(values.size()), uses(values.size(), 0) {}
+  run_state(const run_state&) = delete;
+  run_state& operator=(const run_state&) = delete;
+  // The passes go back for the next run of the plan (pointing at this run's memory until rebound).
+  ~run_state() {
+    if (passes && plan) passes->give(plan, std::move(prepared));
+  }
 
   const graph_node& node(std::uint32_t id) const { return g.nodes[id - first_node]; }
   bool is_node(std::uint32_t id) const { return id >= first_node; }
@@ -167,6 +181,7 @@ struct run_state {
     }
     group_of = plan->fusion.group_of;
     groups = plan->fusion.groups;
+    prepared = passes ? passes->take(plan) : std::vector<prepared_pass>(groups.size());
   }
 
   std::vector<bool> reduced_mask(std::uint32_t id) const {

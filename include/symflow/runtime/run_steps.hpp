@@ -26,15 +26,21 @@ namespace runtime_detail {
 inline void run_control_flow(run_state& s, std::uint32_t id);
 
 // The values a group's pass reads from memory, each once: the inputs of its members and of the
-// values it recomputes (recompute_plan.hpp) that it does not compute itself.
-inline std::vector<std::uint32_t> group_externals(const run_state& s, int gi) {
-  std::vector<std::uint32_t> externals;
-  for (const auto* list : {&s.groups[gi].recomputed, &s.groups[gi].members})
+// values it recomputes (recompute_plan.hpp) that it does not compute itself. Found once per plan
+// (kept with the group's prepared pass).
+inline const std::vector<std::uint32_t>& group_externals(run_state& s, int gi) {
+  prepared_pass& pp = s.prepared[std::size_t(gi)];
+  if (!pp.order.empty()) return pp.externals;
+  const fusion_group& gr = s.groups[std::size_t(gi)];
+  for (const auto* list : {&gr.recomputed, &gr.members})
     for (auto m : *list)
       for (auto i : s.node(m).inputs)
-        if (!s.in_pass(gi, i) && std::find(externals.begin(), externals.end(), i) == externals.end())
-          externals.push_back(i);
-  return externals;
+        if (!s.in_pass(gi, i) && std::find(pp.externals.begin(), pp.externals.end(), i) == pp.externals.end())
+          pp.externals.push_back(i);
+  pp.order = gr.recomputed;  // evaluation order: recomputed values, then members
+  pp.order.insert(pp.order.end(), gr.members.begin(), gr.members.end());
+  pp.stored.assign(pp.order.size(), 0);
+  return pp.externals;
 }
 
 // --- Numerics.
@@ -128,33 +134,31 @@ inline void run_single(run_state& s, std::uint32_t id) {
   s.release_inputs_of({id}, -1);
 }
 
-// One pass over the group's extents (fused_pass.hpp), its external inputs ready; stored members are
-// written to their storage, the others (and the values it recomputes, first) live in tile buffers
-// or registers.
-inline void run_group(run_state& s, int gi) {
-  const fusion_group& gr = s.groups[gi];
-  const auto& members = gr.members;
-  const std::vector<std::uint32_t> externals = group_externals(s, gi);
-  std::vector<std::uint32_t> order = gr.recomputed;  // evaluation order: recomputed values, then members
-  order.insert(order.end(), members.begin(), members.end());
-  const std::size_t first_member = gr.recomputed.size();
-
-  std::vector<bool> stored(order.size());
-  for (std::size_t k = first_member; k < order.size(); ++k) {
-    stored[k] = s.uses[order[k]] > 0;
-    if (stored[k]) s.fresh(order[k]);
+// The group's pass as this run needs it: the one an earlier run of the plan built (pass_cache.hpp),
+// rebound to this run's memory, or built now when there is none or what it stores differs.
+inline fused_pass& group_pass(run_state& s, int gi, bool rebuild) {
+  prepared_pass& pp = s.prepared[std::size_t(gi)];
+  const fusion_group& gr = s.groups[std::size_t(gi)];
+  const auto& externals = pp.externals;
+  const auto& order = pp.order;
+  if (!rebuild) {
+    s.pass_inputs.clear();
+    s.pass_storage.clear();
+    s.pass_reductions.clear();
+    for (auto x : externals) s.pass_inputs.push_back(s.values[x].data);
+    for (std::size_t k = 0; k < order.size(); ++k)
+      s.pass_storage.push_back(pp.stored[k] ? const_cast<void*>(s.values[order[k]].data) : nullptr);
+    for (auto r : gr.reductions) s.pass_reductions.push_back(const_cast<void*>(s.values[r].data));
+    pp.pass->rebind(s.pass_inputs, s.pass_storage, s.pass_reductions);
+    return *pp.pass;
   }
-  ++s.stats.fused_groups;
-  s.stats.fused_nodes += members.size();
-  s.stats.recomputed_nodes += gr.recomputed.size();
-
   std::vector<fused_pass_input> inputs;
   for (auto x : externals) inputs.push_back({s.values[x].data, s.values[x].type, s.values[x].extents});
   std::vector<fused_pass_member> program;
   for (std::size_t k = 0; k < order.size(); ++k) {
     const graph_node& n = s.node(order[k]);
     fused_pass_member m{*s.kernels[order[k]], n.op, {}, s.values[order[k]].type,
-                        stored[k] ? const_cast<void*>(s.values[order[k]].data) : nullptr};
+                        pp.stored[k] ? const_cast<void*>(s.values[order[k]].data) : nullptr};
     for (auto i : n.inputs)
       m.operands.push_back(s.in_pass(gi, i)
                                ? externals.size() + std::size_t(std::find(order.begin(), order.end(), i) - order.begin())
@@ -164,12 +168,40 @@ inline void run_group(run_state& s, int gi) {
   std::vector<fused_pass_reduction> reductions;
   for (auto r : gr.reductions) {
     const std::uint32_t v = s.node(r).inputs[0];
-    s.fresh(r);
     reductions.push_back({std::size_t(std::find(order.begin(), order.end(), v) - order.begin()),
                           find_runtime_op(s.node(r).op)->reduce_rows, const_cast<void*>(s.values[r].data)});
   }
-  s.stats.fused_reductions += reductions.size();
-  fused_pass pass(std::move(inputs), std::move(program), gr.extents, s.options, s.checking, std::move(reductions));
+  pp.checking = s.checking;
+  pp.pass = std::make_unique<fused_pass>(std::move(inputs), std::move(program), gr.extents, s.options, s.checking,
+                                         std::move(reductions));
+  return *pp.pass;
+}
+
+// One pass over the group's extents (fused_pass.hpp), its external inputs ready; stored members are
+// written to their storage, the others (and the values it recomputes, first) live in tile buffers
+// or registers.
+inline void run_group(run_state& s, int gi) {
+  const fusion_group& gr = s.groups[std::size_t(gi)];
+  const auto& members = gr.members;
+  group_externals(s, gi);  // and the order, once per plan
+  prepared_pass& pp = s.prepared[std::size_t(gi)];
+  const auto& order = pp.order;
+  const std::size_t first_member = gr.recomputed.size();
+
+  bool rebuild = !pp.pass || pp.checking != s.checking;
+  for (std::size_t k = first_member; k < order.size(); ++k) {
+    const char stored = s.uses[order[k]] > 0;
+    rebuild = rebuild || pp.stored[k] != stored;
+    pp.stored[k] = stored;
+    if (stored) s.fresh(order[k]);
+  }
+  for (auto r : gr.reductions) s.fresh(r);
+  ++s.stats.fused_groups;
+  s.stats.fused_nodes += members.size();
+  s.stats.recomputed_nodes += gr.recomputed.size();
+  s.stats.fused_reductions += gr.reductions.size();
+  fused_pass& pass = group_pass(s, gi, rebuild);
+  if (!rebuild) ++s.stats.reused_passes;
   if (pass.native()) ++s.stats.native_passes;
   bool nonfinite = false;
   s.account(
@@ -190,7 +222,7 @@ inline void run_group(run_state& s, int gi) {
   }
   for (std::size_t k = first_member; k < order.size(); ++k) {
     s.values[order[k]].ready = true;
-    if (stored[k]) s.record(order[k]);
+    if (pp.stored[k]) s.record(order[k]);
   }
   for (auto r : gr.reductions) s.record(r);  // ready since fresh()
   s.release_inputs_of(order, gi);
@@ -246,7 +278,7 @@ class body_runner {
     c.leaves.clear();
     for (const auto& a : args) c.leaves.push_back(bound_leaf{a.type, a.extents, a.data});
     static const runtime_feeds no_feeds;
-    run_state s({body, options_, c.structure, c.pool}, no_feeds, nullptr);
+    run_state s({body, options_, c.structure, c.pool, &c.passes}, no_feeds, nullptr);
     s.bound = &c.leaves;
     s.bind_bound(c.leaves);
     c.outputs.resize(body.outputs.size());
@@ -260,6 +292,7 @@ class body_runner {
     const graph* body;
     std::shared_ptr<const graph_structure> structure;
     buffer_pool pool;
+    pass_cache passes;
     std::vector<bound_leaf> leaves;
     std::vector<runtime_tensor> outputs;
   };

@@ -81,7 +81,7 @@ TEST(ProgramGradient, ValueAndGradRunTheModelOnce) {
   static_assert(is_program_output<decltype(value)> && decltype(value)::rank == 0);
   cpu::counters().reset();
   const auto [L, b2_grad, V_grad] = m.run(value, gb2, gV);
-  EXPECT_EQ(cpu::counters().kernels, 4u);  // one program run, three copies out of it
+  EXPECT_EQ(cpu::counters().kernels, 4u);  // one program run, three outputs of it
   EXPECT_NEAR(L[0], m.run(loss)[0], 1e-15);
   auto one = [&](const auto& e) { return m.run(e); };
   expect_close(b2_grad, finite_differences(loss, m.b2v, one));
@@ -92,6 +92,44 @@ TEST(ProgramGradient, ValueAndGradRunTheModelOnce) {
   tensor<double, shape<3>> wv({3}, 2.0);
   EXPECT_EQ(eval(small, w = wv)[0], 12.0);
   EXPECT_EQ(eval(gw, w = wv)[1], 4.0);
+}
+
+// The gradients an evaluation returns are written by the program's run straight into the result
+// tensors (eval/output_destination.hpp). A gradient asked for twice, read again by another output,
+// evaluated into reused tensors, or into a tensor the model reads while it runs, is the same value.
+TEST(ProgramGradient, GradientsWrittenInPlaceAreTheGradients) {
+  model m;
+  const auto loss = m.loss();
+  const auto [gW1, gV] = grad_by_program(loss, m.W1, m.V);
+  auto one = [&](const auto& e) { return m.run(e); };
+  const auto [a, b, a_again, doubled] = m.run(gW1, gV, gW1, 2.0 * gW1);
+  expect_close(a, finite_differences(loss, m.W1v, one));
+  expect_close(b, finite_differences(loss, m.Vv, one));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a_again.data()[i], a.data()[i]) << i;
+    EXPECT_EQ(doubled.data()[i], 2.0 * a.data()[i]) << i;
+  }
+  const auto single = m.run(gV);
+  for (std::size_t i = 0; i < b.size(); ++i) EXPECT_EQ(single.data()[i], b.data()[i]) << i;
+
+  tensor<double, shape<5, 4>> tW1;
+  tensor<double, shape<3, 3>> tV;
+  for (int step = 0; step < 2; ++step) {
+    eval_into(std::tie(tW1, tV), gW1, gV, m.x = m.xv, m.y = m.yv, m.W1 = m.W1v, m.b1 = m.b1v, m.g1 = m.g1v,
+              m.W2 = m.W2v, m.b2 = m.b2v, m.V = m.Vv);
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(tW1.data()[i], a.data()[i]) << step << " " << i;
+    for (std::size_t i = 0; i < b.size(); ++i) EXPECT_EQ(tV.data()[i], b.data()[i]) << step << " " << i;
+  }
+  // x's result tensor is the x the model reads: x's gradient is computed first, and W1's reads x
+  // after it; both are still those at the old x.
+  const auto [gx, gW1_too] = grad_by_program(loss, m.x, m.W1);
+  const auto x_grad = m.run(gx);
+  tensor<double, shape<dyn, 5>> xt = m.xv;
+  tensor<double, shape<5, 4>> w1;
+  eval_into(std::tie(xt, w1), gx, gW1_too, m.x = xt, m.y = m.yv, m.W1 = m.W1v, m.b1 = m.b1v, m.g1 = m.g1v,
+            m.W2 = m.W2v, m.b2 = m.b2v, m.V = m.Vv);
+  for (std::size_t i = 0; i < x_grad.size(); ++i) EXPECT_EQ(xt.data()[i], x_grad.data()[i]) << i;
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(w1.data()[i], a.data()[i]) << i;
 }
 
 // A training loop builds value_and_grad every step: the program (and its interpreter's storage) is

@@ -69,7 +69,9 @@ class runtime_program {
   // Runs the graph on the operands where they lie and writes its outputs, flattened and one after
   // another, to `out` (flat_size elements of type()): each is computed there, not copied. One run
   // at a time per program: the interpreter keeps its intermediates' storage between runs.
-  void run(void* out, const std::vector<bound_leaf>& operands) const {
+  // `elsewhere`, when given, has one entry per output: where not null, that output is written
+  // there instead (its place in `out` is left as it was).
+  void run(void* out, const std::vector<bound_leaf>& operands, const std::vector<void*>& elsewhere = {}) const {
     std::vector<bound_leaf> leaves;
     leaves.reserve(leaf_operand_.size());
     for (auto k : leaf_operand_) leaves.push_back(operands.at(k));
@@ -77,9 +79,11 @@ class runtime_program {
     std::vector<output_target> targets;
     targets.reserve(sources_.size());
     auto* bytes = static_cast<unsigned char*>(out);
-    for (auto source : sources_) {
+    for (std::size_t k = 0; k < sources_.size(); ++k) {
+      const std::size_t source = sources_[k];
       output_target t{type_, source == scalar_output ? runtime_extents{} : operands.at(source).extents, bytes};
       bytes += element_count(t.extents) * dtype_size(type_);
+      if (k < elsewhere.size() && elsewhere[k]) t.data = elsewhere[k];
       targets.push_back(std::move(t));
     }
     std::lock_guard lock(mutex_);

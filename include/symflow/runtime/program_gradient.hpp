@@ -12,11 +12,13 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../expr/structural.hpp"
 #include "program.hpp"
 #include "../ir/to_graph.hpp"
+#include "../eval/output_destination.hpp"
 #include "../eval/program_route.hpp"
 #include "../ops/all.hpp"
 #include "../symbolic/gradient.hpp"
@@ -59,6 +61,37 @@ struct program_run_op {
   void run_cpu(const Out& out, const In&... in) const {
     program->run(out.data(), {detail::program::bind_view(in)...});
   }
+  // As run_cpu, with the outputs that program_output nodes want in the evaluation's result tensors
+  // written there (eval/output_destination.hpp), unless a result tensor overlaps an operand (a
+  // tensor evaluated into while it is read: its output goes through the buffer, as before).
+  static constexpr bool writes_destinations = true;
+  template <class U, class Out, class... In>
+  void run_cpu_to(const Out& out, output_destinations& destinations, const In&... in) const {
+    std::vector<void*> elsewhere;
+    std::vector<output_destination*> taken;
+    for (auto& d : destinations) {
+      if (d.source != program.get() || d.index >= program->output_sources().size()) continue;
+      const std::size_t source = program->output_sources()[d.index];
+      const std::size_t bytes = (source == runtime_program::scalar_output ? 1 : operand_size(source, in...)) * sizeof(U);
+      const auto* begin = static_cast<const char*>(d.data);
+      const bool overlaps = ((begin < reinterpret_cast<const char*>(in.data() + in.size()) &&
+                              reinterpret_cast<const char*>(in.data()) < begin + bytes) ||
+                             ...);
+      if (overlaps || !bytes || (!elsewhere.empty() && elsewhere[d.index])) continue;  // one place per output
+      if (elsewhere.empty()) elsewhere.assign(program->output_sources().size(), nullptr);
+      elsewhere[d.index] = d.data;
+      taken.push_back(&d);
+    }
+    program->run(out.data(), {detail::program::bind_view(in)...}, elsewhere);
+    for (auto* d : taken) d->written = true;
+  }
+  // Elements of operand k.
+  template <class... In>
+  static std::size_t operand_size(std::size_t k, const In&... in) {
+    std::size_t n = 0, i = 0;
+    ((n = i++ == k ? in.size() : n), ...);
+    return n;
+  }
   template <class G, class Y, class... A>
   auto gradient(const G&, const Y&, const A&...) const {
     return tuple_of((void(sizeof(A)), no_gradient{})...);
@@ -77,6 +110,9 @@ struct program_output_op {
   std::shared_ptr<const runtime_program> program;
   std::size_t index = 0;
   bool operator==(const program_output_op& other) const { return program == other.program && index == other.index; }
+  // The program run computing this output may write it where the evaluation wants it
+  // (eval/output_destination.hpp).
+  std::pair<const void*, std::size_t> destination() const { return {program.get(), index}; }
 
   static constexpr bool contiguous_operands = true;
   template <std::size_t I>

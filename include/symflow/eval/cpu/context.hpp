@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../../core/aligned_buffer.hpp"
+#include "../output_destination.hpp"
 #include "workspace_cache.hpp"
 #include "../../core/params.hpp"
 #include "../../expr/diagnostics.hpp"
@@ -84,6 +85,8 @@ struct eval_context : materialised_memo {
 
   std::tuple<const Sources&...> sources;
   std::vector<aligned_buffer<unsigned char>> workspace;
+  // Results that a multi-output kernel writes in place (eval/output_destination.hpp).
+  output_destinations destinations;
 
   explicit eval_context(const Sources&... s) : sources(s...) {}
   eval_context(const eval_context&) = delete;

@@ -115,6 +115,7 @@ tensor<value_type_of<E>, shape_of<E>> eval(const E& expr, const Sources&... sour
     auto ev_memory = cpu::evaluator_in_place([&] { return cpu::make_evaluator(expr, ctx); });
     auto& ev = *ev_memory;
     tensor<value_type_of<E>, shape_of<E>> out(ev.extents, uninitialized);
+    cpu::want_at(ev, ctx, out.data());
     if (!cpu::compute(ev, ctx, out.data())) detail::report_nonfinite(tie_plain(expr), detail::nonfinite_outputs(out), sources...);
     return out;
   }
@@ -136,12 +137,14 @@ void eval_into(tensor<value_type_of<E>, shape_of<E>>& out, const E& expr, const 
     auto& ev = *ev_memory;
     if (check_numerics_enabled()) {
       result fresh(ev.extents, uninitialized);
+      cpu::want_at(ev, ctx, fresh.data());
       if (!cpu::compute(ev, ctx, fresh.data()))
         detail::report_nonfinite(tie_plain(expr), detail::nonfinite_outputs(fresh), sources...);
       cpu::adopt_result(out, std::move(fresh));
       return;
     }
     if (out.extents() != ev.extents || out.data() == nullptr) out = result(ev.extents, uninitialized);
+    cpu::want_at(ev, ctx, out.data());
     cpu::compute(ev, ctx, out.data());
   }
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Evaluators whose value is computed into memory in prepare() and then read as a leaf: inner
 // reductions, values made of reductions alone, views of computed values, kernels.
+#include <cstring>
 #include <utility>
 
 #include "../../core/gemm.hpp"
@@ -110,11 +111,33 @@ struct kernel_eval : materialised_base<typename Node::value_type, Node::rank> {
       return materialize(o, ctx, Node::op_type::contiguous_operands).template view<C_I::rank>();
     }
   }
+  // This kernel's value is one output of a multi-output kernel (an op with destination(): the
+  // source and the output's index), and `out` is where the evaluation's result goes: the source
+  // may write it there (eval/output_destination.hpp). Asked before anything is computed.
+  template <class Ctx>
+  void want_at(T* out, Ctx& ctx) {
+    if constexpr (requires { op.destination(); ctx.destinations; }) {
+      const auto [source, index] = op.destination();
+      ctx.destinations.push_back({source, index, out, false});
+    }
+  }
   template <class Ctx>
   void compute_into(T* out, Ctx& ctx) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      const auto views = make_plain_tuple(operand_view<I>(ctx)...);
-      op.template run_cpu<T>(tensor_view<T, dyn_shape<Node::rank>>(out, this->extents), get<I>(views)...);
+      const auto views = make_plain_tuple(operand_view<I>(ctx)...);  // the source runs first
+      const tensor_view<T, dyn_shape<Node::rank>> result(out, this->extents);
+      if constexpr (requires { op.destination(); ctx.destinations; }) {
+        const auto [source, index] = op.destination();
+        if (const output_destination* d = written_destination(ctx.destinations, source, index)) {
+          // Already in a result tensor: that is where this value is read from.
+          if (d->data != out && result.size()) std::memcpy(out, d->data, result.size() * sizeof(T));
+          return;
+        }
+      }
+      if constexpr (requires { Node::op_type::writes_destinations; ctx.destinations; })
+        op.template run_cpu_to<T>(result, ctx.destinations, get<I>(views)...);
+      else
+        op.template run_cpu<T>(result, get<I>(views)...);
     }(std::index_sequence_for<C...>{});
     ++counters().kernels;
   }

@@ -258,9 +258,19 @@ auto one_pass_output(Ev& ev, Ctx& ctx, T* out) {
   }
 }
 
+// An output that one output of a multi-output kernel is asks for it to be written into `out`
+// (kernel_eval::want_at, eval/output_destination.hpp); any other evaluator is computed as usual.
+template <class Ev, class Ctx, class T>
+void want_at(Ev& ev, Ctx& ctx, T* out) {
+  if constexpr (requires { ev.want_at(out, ctx); }) ev.want_at(out, ctx);
+}
+
 template <class... Ev, class Ctx, class... Out>
 void compute_outputs(plain_tuple<Ev...>& evs, Ctx& ctx, std::tuple<Out...>& outs) {
   using plan = one_pass_plan<Ev...>;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {  // outputs computed by compute() below
+    ((plan::size >= 2 && plan::in_group[I] ? void() : want_at(get<I>(evs), ctx, std::get<I>(outs).data())), ...);
+  }(std::index_sequence_for<Ev...>{});
   bool grouped = false;
   if constexpr (plan::size >= 2) {
     using T = typename plan::group_type;

@@ -170,3 +170,42 @@ TEST(GraphInterpreter, GradientGraphsMatchCompiled) {
 }
 
 }  // namespace
+
+// Sums over the leading axes with the last axis kept (a bias gradient's column sums) split their
+// columns between threads: the same bits on one thread and on all, and float64's sums.
+TEST(GraphInterpreter, ColumnSumsAreTheSameOnAnyThreadCount) {
+  const auto cp = placeholder<"cp", float, shape<dyn, 3, 45>>();
+  std::mt19937 rng{45};
+  constexpr std::size_t n = 401;  // 54135 elements: over cpu::parallel_threshold
+  auto pv = random_tensor<float, shape<dyn, 3, 45>>(rng, {n, 3, 45}, -2, 2);
+  pv(7, 1, 44) = std::numeric_limits<float>::quiet_NaN();
+  pv(9, 2, 16) = std::numeric_limits<float>::infinity();
+  pv(10, 0, 3) = -0.f;
+  const graph g = to_graph(sum(cp, axes<0>), mean(cp, axes<0, 1>));
+  const auto feeds = sources_for(g, cp = pv).feeds;
+  std::vector<runtime_tensor> serial;
+  {
+    const cpu::serial_scope one_thread(true);
+    serial = interpreter(g).run(feeds);
+  }
+  const auto threaded = interpreter(g).run(feeds);
+  ASSERT_EQ(threaded.size(), 2u);
+  for (std::size_t o = 0; o < 2; ++o) EXPECT_EQ(compare(serial[o], threaded[o]).max_ulps, 0u) << "output " << o;
+  for (std::size_t j = 0; j < 45; ++j) {
+    double over_both = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      double s = 0;
+      for (std::size_t r = 0; r < n; ++r) s += pv(r, i, j);
+      over_both += s;
+      const float f = threaded[0].data<float>()[i * 45 + j];
+      if (std::isnan(s)) EXPECT_TRUE(std::isnan(f)) << i << ", " << j;
+      else if (std::isinf(s)) EXPECT_EQ(f, float(s)) << i << ", " << j;
+      else EXPECT_NEAR(f, s, 1e-5 * (1 + std::abs(s))) << i << ", " << j;
+    }
+    const double m = over_both / double(3 * n);
+    const float f = threaded[1].data<float>()[j];
+    if (std::isnan(m)) EXPECT_TRUE(std::isnan(f)) << j;
+    else if (std::isinf(m)) EXPECT_EQ(f, float(m)) << j;
+    else EXPECT_NEAR(f, m, 1e-6 * (1 + std::abs(m))) << j;
+  }
+}

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../core/parallel.hpp"
 #include "../eval/cpu/evaluators.hpp"
 #include "../ir/graph.hpp"
 #include "../ir/node_attributes.hpp"
@@ -153,19 +154,32 @@ void reduce_typed(const T* in, const runtime_extents& ext, const std::vector<boo
   if (total) {
     const std::size_t inner = rank ? ext[rank - 1] : 1;
     const bool inner_reduced = rank && reduced[rank - 1];
-    std::vector<std::size_t> index(rank, 0);
-    for (std::size_t base = 0; base < total; base += inner) {
-      std::size_t o = 0;
-      for (std::size_t i = 0; i + 1 < rank; ++i) o += index[i] * out_strides[i];
-      if (inner_reduced) {
-        acc[o] = reduce_row<Op>(acc[o], in + base, inner);
-      } else {
-        for (std::size_t j = 0; j < inner; ++j) acc[o + j] = Op::combine(acc[o + j], Acc(in[base + j]));
+    // Rows in order, the columns [j0, j1) of each (all of a row when its last axis is reduced).
+    const auto rows = [&](std::size_t j0, std::size_t j1) {
+      std::vector<std::size_t> index(rank, 0);
+      for (std::size_t base = 0; base < total; base += inner) {
+        std::size_t o = 0;
+        for (std::size_t i = 0; i + 1 < rank; ++i) o += index[i] * out_strides[i];
+        if (inner_reduced) {
+          acc[o] = reduce_row<Op>(acc[o], in + base, inner);
+        } else {
+          for (std::size_t j = j0; j < j1; ++j) acc[o + j] = Op::combine(acc[o + j], Acc(in[base + j]));
+        }
+        for (std::size_t i = rank ? rank - 1 : 0; i-- > 0;) {
+          if (++index[i] < ext[i]) break;
+          index[i] = 0;
+        }
       }
-      for (std::size_t i = rank ? rank - 1 : 0; i-- > 0;) {
-        if (++index[i] < ext[i]) break;
-        index[i] = 0;
-      }
+    };
+    if (inner_reduced) {
+      rows(0, inner);
+    } else {
+      // The last axis kept (a bias gradient's column sums): threads take columns, in shares of 16,
+      // each summing its columns over the rows in order, so the sums do not depend on the threads.
+      const std::size_t row_count = total / inner;
+      cpu::parallel_ranges(total, 16 * row_count, [&](int, std::size_t begin, std::size_t end) {
+        if (begin < end) rows(begin / row_count, end / row_count);
+      });
     }
   }
   for (std::size_t i = 0; i < out_count; ++i) out[i] = static_cast<T>(Op::finish(acc[i], count));

@@ -209,3 +209,56 @@ TEST(GraphInterpreter, ColumnSumsAreTheSameOnAnyThreadCount) {
     else EXPECT_NEAR(f, m, 1e-6 * (1 + std::abs(m))) << j;
   }
 }
+
+// Members read once by a later member run in that member's loop (runtime/chained_kernels.hpp): the
+// same bits as one pass per node, and as the float ops written out (this file is compiled with
+// -ffp-contract=off), with the intermediate on either side of the second op (sub is not
+// commutative), a broadcast operand, rows of odd length (scalar tails) and NaN, infinities and -0.
+template <class T>
+void expect_chained_members_match_unfused() {
+  using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  const auto a = placeholder<"ca", T, shape<dyn, 37>>();
+  const auto b = placeholder<"cb", T, shape<dyn, 37>>();
+  const auto c = placeholder<"cc", T, shape<dyn, 37>>();
+  const auto d = placeholder<"cd", T, shape<37>>();
+  std::mt19937 rng{37};
+  constexpr std::size_t rows = 1501;  // 55537 elements: threads share the pass
+  auto av = random_tensor<T, shape<dyn, 37>>(rng, {rows, 37}, -3, 3);
+  auto bv = random_tensor<T, shape<dyn, 37>>(rng, {rows, 37}, -3, 3);
+  auto cv = random_tensor<T, shape<dyn, 37>>(rng, {rows, 37}, -3, 3);
+  auto dv = random_tensor<T, shape<37>>(rng, {37}, -3, 3);
+  av(5, 36) = std::numeric_limits<T>::quiet_NaN();
+  bv(9, 2) = std::numeric_limits<T>::infinity();
+  cv(11, 17) = -std::numeric_limits<T>::infinity();
+  av(12, 0) = T(-0.0);
+  bv(12, 0) = T(0.0);
+  const auto e = (a * b + c) * (d - a * c) - (a - b) * (c + d);
+  const graph g = to_graph(e);
+  const auto feeds = sources_for(g, a = av, b = bv, c = cv, d = dv).feeds;
+  interpreter chained(g);
+  const auto got = chained.run(feeds);
+  EXPECT_GE(chained.last_stats().chained_nodes, 3u);
+  interpreter_options one_per_node;
+  one_per_node.fuse = false;
+  interpreter unfused(g, one_per_node);
+  const auto want = unfused.run(feeds);
+  EXPECT_EQ(unfused.last_stats().chained_nodes, 0u);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(compare(got[0], want[0]).max_ulps, 0u);
+  const T* out = got[0].template data<T>();
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < 37; ++j) {
+      const T x = av(r, j), y = bv(r, j), z = cv(r, j), w = dv(j);
+      const T xy = x * y, xz = x * z;
+      const T left = xy + z, right = w - xz, product = left * right;
+      const T diff = x - y, sum = z + w, second = diff * sum;
+      const T expected = product - second;
+      const T value = out[r * 37 + j];
+      if (std::isnan(expected)) EXPECT_TRUE(std::isnan(value)) << r << ", " << j;
+      else EXPECT_EQ(std::bit_cast<bits>(value), std::bit_cast<bits>(expected)) << r << ", " << j << ": " << value << " vs " << expected;
+    }
+}
+TEST(GraphInterpreter, ChainedMembersGiveTheBitsOfOnePassPerNode) {
+  expect_chained_members_match_unfused<float>();
+  expect_chained_members_match_unfused<double>();
+}

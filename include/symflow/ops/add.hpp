@@ -17,6 +17,9 @@ namespace ops {
 struct add_op : same_dtype_result {
   static constexpr std::string_view name = "add";
   static constexpr std::string_view onnx_op = "Add";  // its ONNX form (expr/onnx_form.hpp)
+  // One instruction in registers: the interpreter may run it in the loop of the op feeding it
+  // (runtime/chained_kernels.hpp).
+  static constexpr bool chains = true;
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "add(a, b) = a + b (operator+), elementwise. a and b have one dtype and broadcast (NumPy rules: "

@@ -16,6 +16,9 @@ namespace ops {
 struct sub_op : same_dtype_result {
   static constexpr std::string_view name = "sub";
   static constexpr std::string_view onnx_op = "Sub";  // its ONNX form (expr/onnx_form.hpp)
+  // One instruction in registers: the interpreter may run it in the loop of the op feeding it
+  // (runtime/chained_kernels.hpp).
+  static constexpr bool chains = true;
 #ifndef SYMFLOW_SCALAR_ONLY
   static constexpr std::string_view doc =
       "sub(a, b) = a - b (binary operator-), elementwise. a and b have one dtype and broadcast (NumPy "

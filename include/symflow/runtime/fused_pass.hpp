@@ -22,55 +22,12 @@
 #include "pass_compiler.hpp"
 #include "plan.hpp"
 #include "run_options.hpp"
+#include "tile_copies.hpp"
 #include "../ir/value.hpp"
 
 namespace symflow {
 
 namespace fused_pass_detail {
-
-// Streaming (non-temporal) stores, as compiled run_map uses them for large outputs: whether this
-// target has them for the float packet, and a copy of `bytes` from a tile buffer to `dst` with them
-// where dst is packet-aligned (ordinary stores for the unaligned head and the tail). Plain moves, so
-// any dtype's bits are copied unchanged. The caller fences (cpu::detail::stream_fence) before the
-// values are read by another thread.
-using stream_packet = simd::packet_t<float>;
-inline constexpr bool can_stream =
-    decltype(cpu::detail::stream_store(std::declval<float*>(), std::declval<const stream_packet&>()))::value;
-
-inline void stream_copy(void* dst, const void* src, std::size_t bytes) {
-  char* d = static_cast<char*>(dst);
-  const char* s = static_cast<const char*>(src);
-  if constexpr (can_stream) {
-    constexpr std::size_t w = sizeof(stream_packet);
-    const std::size_t head = std::min(bytes, (w - reinterpret_cast<std::uintptr_t>(d) % w) % w);
-    std::memcpy(d, s, head);
-    d += head;
-    s += head;
-    bytes -= head;
-    for (; bytes >= w; d += w, s += w, bytes -= w)
-      cpu::detail::stream_store(reinterpret_cast<float*>(d),
-                                simd::pm::ploadu<stream_packet>(reinterpret_cast<const float*>(s)));
-  }
-  std::memcpy(d, s, bytes);
-}
-
-// A broadcast operand's value repeated along a tile. By element size, not dtype: the bits are
-// copied unchanged, and a fixed-size fill is a few vector stores where a memcpy per element cost
-// a call each (a fifth of an LN+GELU training step went to them).
-template <class Bits>
-void fill_bits(void* dst, const void* value, std::size_t n) {
-  Bits v;
-  std::memcpy(&v, value, sizeof v);
-  std::fill_n(static_cast<Bits*>(dst), n, v);
-}
-inline void fill_splat(void* dst, const void* value, dtype type, std::size_t n) {
-  const std::size_t esize = dtype_size(type);
-  if (esize == 4) return fill_bits<std::uint32_t>(dst, value, n);
-  if (esize == 8) return fill_bits<std::uint64_t>(dst, value, n);
-  if (esize == 2) return fill_bits<std::uint16_t>(dst, value, n);
-  if (esize == 1) return fill_bits<std::uint8_t>(dst, value, n);
-  for (std::size_t i = 0; i < n; ++i) std::memcpy(static_cast<char*>(dst) + i * esize, value, esize);
-}
 
 inline bool native_passes_enabled() {
   static const bool on = [] {
@@ -129,6 +86,8 @@ class fused_pass {
   }
 
   bool native() const noexcept { return native_ != nullptr; }
+  // Members computed in the loop of the member reading them (chain_pairs), when not native.
+  std::size_t chained() const noexcept { return native_ ? 0 : chained_; }
   std::size_t tile() const noexcept { return tile_; }
 
   // The same pass over other memory (a later run of the same plan, runtime/pass_cache.hpp): the
@@ -255,12 +214,14 @@ class fused_pass {
       }
     }
     for (const auto& r : reductions_) last_read[r.member] = nm;  // read after the tile's last step
+    const std::vector<char> folded = chain_pairs(last_read);
     std::vector<int> free_buffers;
     for (std::size_t k = 0; k < nm; ++k) {
       step& st = steps_[k];
       const fused_pass_member& m = members_[k];
-      st.run = m.kernel.run;
       st.out = nx + k;
+      if (folded[k]) continue;  // computed by its reader's loop, in a register (chain_pairs)
+      if (!st.run) st.run = m.kernel.run;
       st.type = m.type;
       st.check = checking && m.storage;
       st.esize = dtype_size(m.type);
@@ -282,6 +243,45 @@ class fused_pass {
       for (std::size_t r = 0; r <= k; ++r)
         if (last_read[r] == k && steps_[r].buffer >= 0) free_buffers.push_back(steps_[r].buffer);
     }
+  }
+
+  // Members computed in the loop of the member reading them (chained_kernels.hpp): k where one
+  // later member c is the only reader of k's value (no other member, no reduction) and k is not
+  // stored. Step c then runs the pair over k's two operands and its own other one; k's operands are
+  // read at step c instead (last_read), and their tile buffers stay theirs until then. One pair per
+  // step: a member computing a pair is not folded into its reader, and a reader takes one member.
+  std::vector<char> chain_pairs(std::vector<std::size_t>& last_read) {
+    const std::size_t nx = inputs_.size(), nm = members_.size();
+    std::vector<char> folded(nm, 0), pairs(nm, 0);
+    std::vector<std::size_t> readers(nm, 0), reader(nm, 0);
+    for (std::size_t c = 0; c < nm; ++c)
+      for (auto at : members_[c].operands)
+        if (at >= nx) {
+          ++readers[at - nx];
+          reader[at - nx] = c;
+        }
+    for (const auto& r : reductions_) {
+      ++readers[r.member];
+      reader[r.member] = nm;  // read by no member's step
+    }
+    for (std::size_t k = 0; k < nm; ++k) {
+      const fused_pass_member& first = members_[k];
+      if (pairs[k] || first.storage || readers[k] != 1 || reader[k] >= nm || first.operands.size() != 2) continue;
+      const std::size_t c = reader[k];
+      const fused_pass_member& second = members_[c];
+      if (pairs[c] || second.operands.size() != 2 || first.type != second.type) continue;
+      const int position = second.operands[0] == nx + k ? 0 : 1;
+      const tile_function run = chained_tile_function(first.type, first.kernel.chain, second.kernel.chain, position);
+      if (!run) continue;
+      folded[k] = 1;
+      pairs[c] = 1;
+      steps_[c].run = run;
+      steps_[c].in = {first.operands[0], first.operands[1], second.operands[std::size_t(1 - position)]};
+      for (auto at : first.operands)
+        if (at >= nx) last_read[at - nx] = std::max(last_read[at - nx], c);
+      ++chained_;
+    }
+    return folded;
   }
 
   // The generated pass, when switched on and the group qualifies: two or more members, every member
@@ -403,6 +403,7 @@ class fused_pass {
         }
       } else {
         for (const step& st : steps_) {
+          if (!st.run) continue;  // folded into its reader's step (chain_pairs)
           if (st.buffer < 0) ptr[st.out] = st.storage + pos * st.esize;
           void* out = const_cast<void*>(ptr[st.out]);
           const void* args[3] = {ptr[st.in[0]], ptr[st.in[1]], ptr[st.in[2]]};
@@ -438,6 +439,7 @@ class fused_pass {
   std::vector<step> steps_;
   std::vector<std::size_t> buffer_esize_;
   pass_function native_ = nullptr;
+  std::size_t chained_ = 0;
   std::vector<lane> lanes_;  // per thread
   std::size_t binding_ = 1;  // counts rebinds (a fresh lane has binding 0)
 };

@@ -20,13 +20,11 @@
 #include "../ir/node_attributes.hpp"
 #include "../ir/op_registry.hpp"
 #include "../core/separate_compilation.hpp"
+#include "chained_kernels.hpp"
 #include "type_spelling.hpp"
 #include "../ir/value.hpp"
 
 namespace symflow {
-
-// One elementwise op over n elements: in[k] points at operand k's n values, out at the result's.
-using tile_function = void (*)(const void* const* in, void* out, std::size_t n);
 
 struct elementwise_kernel {
   dtype result;
@@ -39,6 +37,9 @@ struct elementwise_kernel {
   // A transcendental op (one that declares `costly`: exp, tanh, ...): what computing it again
   // costs, weighed against reading it back (recompute_plan.hpp).
   bool costly = false;
+  // The op's place among the ops that chain (chained_kernels.hpp), where run is its packet loop
+  // over operands of the result's dtype; else -1.
+  int chain = -1;
 };
 
 namespace runtime_detail {
@@ -90,7 +91,8 @@ std::optional<elementwise_kernel> pick_kernel(const std::vector<dtype>& in) {
     if constexpr (Op::template accepts<Ts...>) {
       using R = typename Op::template result_type<Ts...>;
       return elementwise_kernel{dtype_v<R>, &tile_kernel<Op, R, Ts...>, &type_spelling<Op>,
-                                tile_uses_packets<Op, R, Ts...>, cpu::is_costly_op_v<Op>};
+                                tile_uses_packets<Op, R, Ts...>, cpu::is_costly_op_v<Op>,
+                                tile_uses_packets<Op, R, Ts...> ? chain_index<Op>() : -1};
     } else {
       return std::nullopt;
     }

@@ -203,6 +203,7 @@ inline void run_group(run_state& s, int gi) {
   fused_pass& pass = group_pass(s, gi, rebuild);
   if (!rebuild) ++s.stats.reused_passes;
   if (pass.native()) ++s.stats.native_passes;
+  s.stats.chained_nodes += pass.chained();
   bool nonfinite = false;
   s.account(
       [&] {

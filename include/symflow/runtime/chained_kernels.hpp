@@ -1,7 +1,7 @@
 #pragma once
 // Two elementwise ops in one tile loop: second(first(a, b), c) or second(c, first(a, b)), the first
 // op's result kept in a register instead of a tile buffer. A fused pass (fused_pass.hpp) runs a
-// member this way when the member right after it is the only reader of its value and it is not
+// member this way when one later member of the pass is the only reader of its value and it is not
 // stored: a tile loop of a cheap op is bound by its store (one packet store per packet of result),
 // so a chained pair does the work of two steps with one store and one load less per packet.
 //

@@ -83,7 +83,7 @@ struct interpreter_stats {
   std::size_t recomputed_nodes = 0;     // elementwise nodes of one pass computed again by another
   std::size_t fused_reductions = 0;     // reductions computed by the pass computing their operand
   std::size_t materialised_values = 0;  // values written to memory (group outputs, views, kernels, reductions)
-  std::size_t chained_nodes = 0;        // elementwise nodes computed in the next node's loop (chained_kernels.hpp)
+  std::size_t chained_nodes = 0;        // elementwise nodes computed in their reader's loop (chained_kernels.hpp)
   std::size_t native_passes = 0;        // fused passes run by generated code
   std::size_t reused_passes = 0;        // fused passes an earlier run of the plan built (pass_cache.hpp)
 };

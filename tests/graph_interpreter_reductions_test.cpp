@@ -210,6 +210,72 @@ TEST(GraphInterpreter, ColumnSumsAreTheSameOnAnyThreadCount) {
   }
 }
 
+// Reductions over every axis but the last run in the pass computing their operand
+// (runtime/pass_reductions.hpp): threads take whole blocks of rows and add each block's rows into a
+// row of accumulators, the blocks combined in order, which is the order the reductions' own units
+// follow (runtime/column_reduction.hpp): the same bits, on any thread count and tile. Rows of 24
+// (tiles of whole rows that straddle the blocks of rows), 3003 rows (over the parallel threshold),
+// keepdims or not, a max among the sums, NaN, infinity and -0 among the inputs; float64 as the
+// reference.
+TEST(GraphInterpreter, ColumnReductionsRunInTheirOperandsPassBitwise) {
+  const auto kp = placeholder<"kp", float, shape<dyn, 3, 24>>();
+  const auto kq = placeholder<"kq", float, shape<3, 24>>();
+  std::mt19937 rng{26};
+  constexpr std::size_t n = 1001;  // 72072 elements
+  auto pv = random_tensor<float, shape<dyn, 3, 24>>(rng, {n, 3, 24}, -2, 2);
+  const auto qv = random_tensor<float, shape<3, 24>>(rng, {3, 24}, -2, 2);
+  pv(5, 1, 3) = std::numeric_limits<float>::quiet_NaN();
+  pv(9, 2, 0) = -std::numeric_limits<float>::infinity();
+  pv(11, 0, 7) = -0.f;
+  const graph g = to_graph(sum(sin(kp) * kq, axes<0, 1>), mean(kp * kp + kq, axes<0, 1>, keepdims),
+                           max(kp * kq, axes<0, 1>));
+  const auto feeds = sources_for(g, kp = pv, kq = qv).feeds;
+  interpreter_options separate;
+  separate.fuse_row_reductions = false;
+  interpreter fused(g), units(g, separate);
+  const auto got = fused.run(feeds);
+  const auto want = units.run(feeds);
+  EXPECT_EQ(fused.last_stats().fused_reductions, 3u);
+  EXPECT_EQ(units.last_stats().fused_reductions, 0u);
+  EXPECT_LT(fused.last_stats().materialised_values, units.last_stats().materialised_values);
+  ASSERT_EQ(got.size(), 3u);
+  for (std::size_t o = 0; o < 3; ++o) EXPECT_EQ(compare(want[o], got[o]).max_ulps, 0u) << "output " << o;
+  for (std::size_t tile : {16, 100, 4096}) {
+    const auto out = interpreter(g, tiled_options(tile)).run(feeds);
+    for (std::size_t o = 0; o < 3; ++o) EXPECT_EQ(compare(want[o], out[o]).max_ulps, 0u) << "tile " << tile;
+  }
+  {
+    const cpu::serial_scope one_thread(true);
+    const auto serial = interpreter(g).run(feeds);
+    for (std::size_t o = 0; o < 3; ++o) EXPECT_EQ(compare(want[o], serial[o]).max_ulps, 0u) << "one thread, output " << o;
+  }
+  ASSERT_EQ(got[0].extents(), (runtime_extents{24}));
+  ASSERT_EQ(got[1].extents(), (runtime_extents{1, 1, 24}));
+  for (std::size_t j = 0; j < 24; ++j) {
+    double s = 0, m = 0, mx = -INFINITY, magnitude = 0;
+    bool nan_max = false;
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t i = 0; i < 3; ++i) {
+        const double x = pv(r, i, j), q = qv(i, j);
+        s += std::sin(x) * q;
+        magnitude += std::abs(std::sin(x) * q);
+        m += x * x + q;
+        nan_max = nan_max || std::isnan(x * q);
+        mx = std::max(mx, x * q);
+      }
+    m /= double(3 * n);
+    const float fs = got[0].data<float>()[j], fm = got[1].data<float>()[j], fx = got[2].data<float>()[j];
+    if (std::isnan(s)) EXPECT_TRUE(std::isnan(fs)) << j;
+    else EXPECT_NEAR(fs, s, 1e-6 * (1 + magnitude)) << j;
+    if (std::isnan(m)) EXPECT_TRUE(std::isnan(fm)) << j;
+    else if (std::isinf(m)) EXPECT_EQ(fm, float(m)) << j;
+    else EXPECT_NEAR(fm, m, 1e-5 * (1 + std::abs(m))) << j;
+    if (nan_max) EXPECT_TRUE(std::isnan(fx)) << j;
+    else EXPECT_FLOAT_EQ(fx, float(mx)) << j;
+  }
+  EXPECT_TRUE(std::isnan(got[0].data<float>()[3]));  // the NaN's column
+}
+
 // Members read once by a later member run in that member's loop (runtime/chained_kernels.hpp): the
 // same bits as one pass per node, and as the float ops written out (this file is compiled with
 // -ffp-contract=off), with the intermediate on either side of the second op (sub is not

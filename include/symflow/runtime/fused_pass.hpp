@@ -7,8 +7,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -19,54 +17,14 @@
 #include "../eval/cpu/fused_loop.hpp"
 #include "../core/parallel.hpp"
 #include "op_table.hpp"
-#include "pass_compiler.hpp"
+#include "pass_members.hpp"
+#include "pass_reductions.hpp"
 #include "plan.hpp"
 #include "run_options.hpp"
 #include "tile_copies.hpp"
 #include "../ir/value.hpp"
 
 namespace symflow {
-
-namespace fused_pass_detail {
-
-inline bool native_passes_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("SYMFLOW_NATIVE_PASSES");
-    return v && std::string(v) == "1";
-  }();
-  return on;
-}
-
-inline void warn_native_pass_unavailable(const std::string& why) {
-  static std::atomic<bool> warned{false};
-  if (!warned.exchange(true))
-    std::fprintf(stderr, "symflow: the interpreter runs its fused passes op by op: %s\n", why.c_str());
-}
-
-}  // namespace fused_pass_detail
-
-// A value the pass reads from memory (its extents broadcast to the pass's).
-struct fused_pass_input {
-  const void* data = nullptr;
-  dtype type = dtype::f32;
-  runtime_extents extents;
-};
-
-// A member: an elementwise node of the group, in evaluation order.
-struct fused_pass_member {
-  elementwise_kernel kernel;
-  std::string op;                     // the op's name (a generated pass includes symflow/ops/<op>.hpp)
-  std::vector<std::size_t> operands;  // pointer-table indices: inputs first, then members
-  dtype type = dtype::f32;
-  void* storage = nullptr;            // stored: the value's elements; else it lives in a tile buffer
-};
-
-// A reduction over the last axis of a member, row by row on the pass's tiles (row_reduction_plan.hpp).
-struct fused_pass_reduction {
-  std::size_t member = 0;  // index in the members
-  void (*reduce_rows)(const void* in, dtype type, std::size_t rows, std::size_t count, void* out) = nullptr;
-  void* out = nullptr;  // one element per row, of the member's dtype
-};
 
 class fused_pass {
  public:
@@ -78,8 +36,16 @@ class fused_pass {
     plan_index_space();
     choose_tile(options);
     build_program(checking);
-    if (!reductions_.empty()) return;  // the interpreter's tiles: a generated pass keeps no rows
-    native_ = generated_pass(options);
+    if (!reductions_.empty()) {  // the interpreter's tiles: a generated pass keeps no rows
+      std::vector<dtype> types;
+      for (const auto& r : reductions_) types.push_back(members_[r.member].type);
+      const std::size_t row = extents_.back();  // reductions_ only for rank >= 1 (the planner)
+      columns_ = pass_column_reductions(reductions_, types, element_count(extents_) / row, row);
+      return;
+    }
+    std::vector<char> streamed;
+    for (const step& st : steps_) streamed.push_back(st.stream);
+    native_ = generated_pass_for(options, inputs_, members_, streamed);
     // A generated pass keeps its members in registers and reads its inputs as it computes (no
     // bursts of one op over a tile), so small tiles gain nothing and cost calls.
     if (native_ && options.tile_elements == 0) tile_ = native_pass_tile;
@@ -116,11 +82,14 @@ class fused_pass {
     if (lanes.size() < std::size_t(std::max(1, cpu::max_threads()))) lanes.resize(std::size_t(std::max(1, cpu::max_threads())));
     // With reductions over rows, threads' shares start on whole rows of the index space too (a row
     // is never split between two threads).
-    const std::size_t align = reductions_.empty() || dims_.size() == 1 ? tile_ : std::lcm(tile_, dims_.back());
+    // With reductions over columns, on whole blocks of rows (pass_reductions.hpp).
+    std::size_t align = reductions_.empty() || dims_.size() == 1 ? tile_ : std::lcm(tile_, dims_.back());
+    if (!columns_.empty()) align = std::lcm(align, columns_.block_rows() * extents_.back());
     cpu::parallel_chunks(element_count(extents_), align, [&](std::size_t thread, std::size_t begin, std::size_t end) {
       lane local;
       run_chunk(thread < lanes.size() ? lanes[thread] : local, begin, end, nonfinite);
     });
+    columns_.finish([&](std::size_t r) { return reductions_[r].out; });
     return nonfinite.load();
   }
 
@@ -154,6 +123,7 @@ class fused_pass {
     std::vector<const void*> ptr;
     std::vector<void*> out;  // a generated pass's stored tiles
     std::vector<std::size_t> index;
+    pass_column_reductions::lane columns;
   };
 
   // Strides of each input in the pass's index space (0 along broadcast axes), then axes merged where
@@ -284,37 +254,6 @@ class fused_pass {
     return folded;
   }
 
-  // The generated pass, when switched on and the group qualifies: two or more members, every member
-  // and input of one floating-point dtype.
-  pass_function generated_pass(const interpreter_options& options) const {
-    if (!options.native_passes.value_or(fused_pass_detail::native_passes_enabled()) || members_.size() < 2)
-      return nullptr;
-    const dtype type = members_.front().type;
-    if (type != dtype::f32 && type != dtype::f64) return nullptr;
-    for (const auto& m : members_)
-      if (m.type != type) return nullptr;
-    for (const auto& x : inputs_)
-      if (x.type != type) return nullptr;
-    const std::size_t nx = inputs_.size();
-    std::vector<pass_member> generated;
-    std::vector<std::size_t> stored;
-    std::vector<bool> streamed;
-    for (std::size_t k = 0; k < members_.size(); ++k) {
-      const fused_pass_member& m = members_[k];
-      pass_member g{m.op, m.kernel.op_type(), m.kernel.packet, {}};
-      for (auto at : m.operands) g.operands.push_back(at < nx ? pass_operand{false, at} : pass_operand{true, at - nx});
-      generated.push_back(std::move(g));
-      if (m.storage) {
-        stored.push_back(k);
-        streamed.push_back(steps_[k].stream);
-      }
-    }
-    pass_library& library = pass_library::global();
-    const pass_function f = library.get(generate_pass_source(type, nx, generated, stored, streamed), options.compiler);
-    if (!f) fused_pass_detail::warn_native_pass_unavailable(library.last_error());
-    return f;
-  }
-
   // A lane's tile buffers and splats, allocated at its first chunk; its pointer table and the
   // splats of whole inputs, filled again after a rebind.
   void prepare(lane& ln) const {
@@ -415,14 +354,18 @@ class fused_pass {
           if (st.check && !all_finite(st.type, out, n)) nonfinite.store(true, std::memory_order_relaxed);
         }
         // Tiles hold whole rows (choose_tile): each row of the tile reduced as a unit would.
+        const std::size_t row = reductions_.empty() ? 1 : extents_.back();  // rank >= 1 (the planner)
         for (const auto& r : reductions_) {
-          const std::size_t row = extents_.back();  // reductions_ only for rank >= 1 (the planner)
           const step& st = steps_[r.member];
-          r.reduce_rows(ptr[st.out], st.type, n / row, row, static_cast<char*>(r.out) + pos / row * st.esize);
+          if (!r.columns)
+            r.reduce_rows(ptr[st.out], st.type, n / row, row, static_cast<char*>(r.out) + pos / row * st.esize);
         }
+        if (!columns_.empty())
+          columns_.add(ln.columns, pos / row, n / row, [&](std::size_t r) { return ptr[steps_[reductions_[r].member].out]; });
       }
       pos += n;
     }
+    columns_.flush(ln.columns);  // the chunk ends on a whole block (run)
     if (streamed) cpu::detail::stream_fence();
   }
 
@@ -430,6 +373,7 @@ class fused_pass {
   std::vector<fused_pass_member> members_;
   runtime_extents extents_;
   std::vector<fused_pass_reduction> reductions_;
+  pass_column_reductions columns_;
   std::vector<std::size_t> dims_;                   // merged axes
   std::vector<std::vector<std::size_t>> dstrides_;  // per input, along the merged axes
   std::vector<char> splat_all_, inner_splat_;

@@ -21,6 +21,7 @@
 #include "../ir/op_registry.hpp"
 #include "../core/separate_compilation.hpp"
 #include "chained_kernels.hpp"
+#include "column_reduction.hpp"
 #include "type_spelling.hpp"
 #include "../ir/value.hpp"
 
@@ -173,12 +174,20 @@ void reduce_typed(const T* in, const runtime_extents& ext, const std::vector<boo
         }
       }
     };
+    const std::size_t row_count = total / inner;
     if (inner_reduced) {
       rows(0, inner);
+    } else if (out_count == inner) {
+      // Every axis but the last reduced (a bias gradient's column sums): in blocks of rows, as a
+      // fused pass computes it (column_reduction.hpp). Threads take columns, in shares of 16.
+      cpu::parallel_ranges(total, 16 * row_count, [&](int, std::size_t begin, std::size_t end) {
+        if (begin >= end) return;
+        std::vector<Acc> part(inner);
+        reduce_columns_in_blocks<Op>(in, row_count, inner, begin / row_count, end / row_count, acc.data(), part.data());
+      });
     } else {
-      // The last axis kept (a bias gradient's column sums): threads take columns, in shares of 16,
-      // each summing its columns over the rows in order, so the sums do not depend on the threads.
-      const std::size_t row_count = total / inner;
+      // The last axis kept, and others: threads take columns, each summing its columns over the
+      // rows in order, so the sums do not depend on the threads.
       cpu::parallel_ranges(total, 16 * row_count, [&](int, std::size_t begin, std::size_t end) {
         if (begin < end) rows(begin / row_count, end / row_count);
       });
@@ -226,6 +235,8 @@ struct runtime_op {
   void (*reduce)(const runtime_array& in, const std::vector<bool>& reduced, const runtime_array& out) = nullptr;
   // Reductions: contiguous rows reduced over their last axis (reduce_rows_runtime).
   void (*reduce_rows)(const void* in, dtype type, std::size_t rows, std::size_t count, void* out) = nullptr;
+  // Reductions: every axis but the last reduced, in the steps a fused pass takes (column_reduction.hpp).
+  column_reduction_functions reduce_columns{};
   runtime_layout (*view)(const node_attributes&, const runtime_layout&, const std::string& who) = nullptr;
   runtime_extents (*kernel_extents)(const node_attributes&, const std::vector<runtime_extents>&,
                                     const std::string& who) = nullptr;
@@ -245,6 +256,7 @@ runtime_op runtime_op_of() {
   } else if constexpr (Entry::kind == node_kind::reduction) {
     r.reduce = &reduce_runtime<Op>;
     r.reduce_rows = &reduce_rows_runtime<Op>;
+    r.reduce_columns = column_reduction_functions_of<Op>();
   } else if constexpr (Entry::kind == node_kind::view) {
     r.view = [](const node_attributes& a, const runtime_layout& in, const std::string& who) {
       return Op::runtime_view(a, in, who);

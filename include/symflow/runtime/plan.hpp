@@ -110,9 +110,11 @@ struct fusion_group {
   // Values of other groups this group's pass computes again instead of reading them (ascending;
   // the CPU interpreter's plans only: recompute_plan.hpp).
   std::vector<std::uint32_t> recomputed{};
-  // Reductions over the last axis of a member, computed on the pass's tiles (ascending; the CPU
-  // interpreter's plans only: row_reduction_plan.hpp).
+  // Reductions of a member computed on the pass's tiles (ascending; the CPU interpreter's plans
+  // only: row_reduction_plan.hpp), over its last axis, or over every other axis where
+  // over_columns[k] is set.
   std::vector<std::uint32_t> reductions{};
+  std::vector<char> over_columns{};
 };
 
 struct fusion_plan {

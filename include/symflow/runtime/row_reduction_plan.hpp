@@ -7,10 +7,17 @@
 // (op_table.hpp, reduce_rows_runtime, the same as reduce_typed for the last axis), over the same
 // elements, so the results are the same bits; tiles hold whole rows (fused_pass.hpp).
 //
+// Reductions over every axis but the last — the column sums that are a bias's, gamma's and beta's
+// gradients — likewise: each thread's tiles add their rows into a row of accumulators per block of
+// rows, in the order the reduction's unit follows (column_reduction.hpp), so the operand is not
+// stored for them and no unit reads it back (from the other core's cache, where the pass's other
+// thread wrote half of it).
+//
 // A reduction joins the group of its operand when the operand is a member of a fused group, it
-// reduces the last axis alone, and a tile of whole rows that also starts on the SIMD packet grid
-// (a multiple of the row length and of 16 elements) has at most max_tile elements. Only the CPU
-// interpreter plans this (plan_cache.hpp), not in runs that check numerics or trace values.
+// reduces the last axis alone or every axis but the last, and a tile of whole rows that also
+// starts on the SIMD packet grid (a multiple of the row length and of 16 elements) has at most
+// max_tile elements. Only the CPU interpreter plans this (plan_cache.hpp), not in runs that check
+// numerics or trace values.
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -41,13 +48,19 @@ inline void plan_row_reductions(const graph& g, const value_types& t, fusion_pla
     const runtime_extents& e = t.extents[v];
     if (gi < 0 || e.empty() || e.back() == 0 || t.type[v] == dtype::boolean || t.type[v] != t.type[id]) continue;
     if (runtime_detail::row_aligned_unit(e.back()) > runtime_detail::row_reduction_max_tile) continue;
+    if (!is_compute_dtype(t.type[v])) continue;
     const std::vector<bool> mask = reduced_axes_mask(describe_node(n), node_attributes(n), e.size());
-    bool last_only = mask.back();
-    for (std::size_t i = 0; last_only && i + 1 < mask.size(); ++i) last_only = !mask[i] || e[i] == 1;
-    if (!last_only) continue;
+    bool last_only = mask.back(), all_but_last = !mask.back();
+    for (std::size_t i = 0; i + 1 < mask.size(); ++i) {
+      last_only = last_only && (!mask[i] || e[i] == 1);
+      all_but_last = all_but_last && (mask[i] || e[i] == 1);
+    }
+    if (!last_only && !all_but_last) continue;
     if (p.reduced_in.empty()) p.reduced_in.assign(t.type.size(), -1);
     p.reduced_in[id] = gi;
-    p.groups[std::size_t(gi)].reductions.push_back(id);
+    fusion_group& group = p.groups[std::size_t(gi)];
+    group.reductions.push_back(id);
+    group.over_columns.push_back(char(!last_only));
   }
 }
 

@@ -166,10 +166,11 @@ inline fused_pass& group_pass(run_state& s, int gi, bool rebuild) {
     program.push_back(std::move(m));
   }
   std::vector<fused_pass_reduction> reductions;
-  for (auto r : gr.reductions) {
-    const std::uint32_t v = s.node(r).inputs[0];
-    reductions.push_back({std::size_t(std::find(order.begin(), order.end(), v) - order.begin()),
-                          find_runtime_op(s.node(r).op)->reduce_rows, const_cast<void*>(s.values[r].data)});
+  for (std::size_t k = 0; k < gr.reductions.size(); ++k) {
+    const std::uint32_t r = gr.reductions[k], v = s.node(r).inputs[0];
+    const runtime_op* op = find_runtime_op(s.node(r).op);
+    reductions.push_back({std::size_t(std::find(order.begin(), order.end(), v) - order.begin()), op->reduce_rows,
+                          gr.over_columns[k] ? &op->reduce_columns : nullptr, const_cast<void*>(s.values[r].data)});
   }
   pp.checking = s.checking;
   pp.pass = std::make_unique<fused_pass>(std::move(inputs), std::move(program), gr.extents, s.options, s.checking,
@@ -211,7 +212,9 @@ inline void run_group(run_state& s, int gi) {
         for (std::size_t k = 0; k < order.size(); ++k)
           ops += (ops.empty() ? "" : ", ") + std::string(k < first_member ? "recomputed " : "") + s.node(order[k]).op +
                  " '" + s.node(order[k]).name + "'";
-        for (auto r : gr.reductions) ops += ", then " + s.node(r).op + " '" + s.node(r).name + "' over rows";
+        for (std::size_t k = 0; k < gr.reductions.size(); ++k)
+          ops += ", then " + s.node(gr.reductions[k]).op + " '" + s.node(gr.reductions[k]).name + "' over " +
+                 (gr.over_columns[k] ? "columns" : "rows");
         return "fused pass [" + ops + "] over " + std::string(dtype_name(s.values[members.back()].type)) +
                format_extents(gr.extents) + ", tile " + std::to_string(pass.tile()) +
                (pass.native() ? ", generated code" : "");

@@ -15,15 +15,16 @@ namespace symflow {
 template <class T, shape_spec S>
 extents_t<S::rank> checked_parameter_extents(std::string_view store, std::string_view name, dtype stored,
                                              const std::vector<std::size_t>& extents) {
-  const std::string who = std::string(store) + ": variable '" + std::string(name) + "'";
+  // Named only when it fails: a training step checks every parameter on each access.
+  const auto who = [&] { return std::string(store) + ": variable '" + std::string(name) + "'"; };
   if (stored != dtype_v<T>)
-    throw value_error(who + " holds " + std::string(dtype_name(stored)) + " values, not " +
+    throw value_error(who() + " holds " + std::string(dtype_name(stored)) + " values, not " +
                       std::string(dtype_name(dtype_v<T>)));
   extents_t<S::rank> ext{};
   if constexpr (S::rank > 0)
     if (extents.size() == S::rank) std::copy(extents.begin(), extents.end(), ext.begin());
   if (extents.size() != S::rank || !extents_match<S>(ext))
-    throw shape_error(who + " has shape " + format_extents(extents) + ", expected " + shape_string<S>());
+    throw shape_error(who() + " has shape " + format_extents(extents) + ", expected " + shape_string<S>());
   return ext;
 }
 

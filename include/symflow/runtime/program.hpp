@@ -59,10 +59,15 @@ class runtime_program {
   const std::vector<std::size_t>& leaf_operands() const noexcept { return leaf_operand_; }
   dtype type() const noexcept { return type_; }
 
-  // Elements of every output, one after another, for operands of these extents.
-  std::size_t flat_size(const std::vector<runtime_extents>& operand_extents) const {
+  // Elements of every output, one after another, for operands of these element counts.
+  std::size_t flat_size(const std::size_t* operand_elements, std::size_t operands) const {
     std::size_t total = 0;
-    for (auto s : sources_) total += s == scalar_output ? 1 : element_count(operand_extents.at(s));
+    for (auto s : sources_) {
+      if (s != scalar_output && s >= operands)
+        throw value_error("program: an output is the adjoint of operand " + std::to_string(s) + " of " +
+                          std::to_string(operands));
+      total += s == scalar_output ? 1 : operand_elements[s];
+    }
     return total;
   }
 

@@ -55,7 +55,15 @@ struct program_run_op {
 
   template <class... E>
   extents_t<1> infer_extents(const auto&, const E&... in) const {
-    return {program->flat_size({runtime_extents(in.begin(), in.end())...})};
+    // Element counts, not extents: typed evaluation asks this of each program_output's operand
+    // in every step, where a vector of extents per operand cost a few hundred allocations.
+    const auto count = [](const auto& e) {
+      std::size_t n = 1;
+      for (auto x : e) n *= std::size_t(x);
+      return n;
+    };
+    const std::array<std::size_t, sizeof...(E) + 1> elements{count(in)..., 0};
+    return {program->flat_size(elements.data(), sizeof...(E))};
   }
   template <class U, class Out, class... In>
   void run_cpu(const Out& out, const In&... in) const {
@@ -126,21 +134,31 @@ struct program_output_op {
 
   template <class Flat, class... E>
   extents_t<S::rank> infer_extents(const auto& who, const Flat&, const E&... in) const {
-    const std::vector<runtime_extents> operands{runtime_extents(in.begin(), in.end())...};
     const std::size_t source = program->output_sources().at(index);
-    const runtime_extents e = source == runtime_program::scalar_output ? runtime_extents{} : operands.at(source);
-    if (e.size() != S::rank) throw shape_error(std::string(who) + ": program output " + std::to_string(index) + " has rank " + std::to_string(e.size()));
     extents_t<S::rank> out{};
-    std::copy(e.begin(), e.end(), out.begin());
+    bool found = source == runtime_program::scalar_output && S::rank == 0;
+    std::size_t k = 0, rank = 0;
+    (
+        [&](const auto& e) {
+          if (k++ != source) return;
+          rank = std::size(e);
+          if (rank != S::rank) return;
+          std::copy(std::begin(e), std::end(e), out.begin());
+          found = true;
+        }(in),
+        ...);
+    if (!found)
+      throw shape_error(std::string(who) + ": program output " + std::to_string(index) + " has rank " +
+                        std::to_string(rank) + ", its node " + std::to_string(S::rank));
     return out;
   }
   template <class U, class Out, class Flat, class... In>
   void run_cpu(const Out& out, const Flat& flat, const In&... in) const {
-    const std::vector<runtime_extents> operands{runtime_extents(in.extents().begin(), in.extents().end())...};
+    const std::array<std::size_t, sizeof...(In) + 1> elements{in.size()..., 0};
     std::size_t offset = 0;
     for (std::size_t k = 0; k < index; ++k) {
       const std::size_t s = program->output_sources()[k];
-      offset += s == runtime_program::scalar_output ? 1 : element_count(operands.at(s));
+      offset += s == runtime_program::scalar_output ? 1 : elements.at(s);
     }
     if (out.size()) std::memcpy(out.data(), flat.data() + offset, out.size() * sizeof(U));
   }

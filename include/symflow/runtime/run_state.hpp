@@ -81,7 +81,6 @@ struct run_state {
   interpreter_stats stats;
   value_trace trace;
   interpreter_profile profile;
-  std::vector<std::vector<std::uint32_t>> readers_;  // read_in_place's index, empty until needed
 
   run_state(const run_context& c, const runtime_feeds& f, const params* p)
       : g(c.g), options(c.options), structure(c.structure), pool(c.pool), passes(c.passes), feeds(f), store(p),
@@ -267,18 +266,18 @@ struct run_state {
     strided_matrix<const char> m;
     if (!matrix_layout<const char>(nullptr, l.extents[0], l.extents[1], l.strides[0], l.strides[1], m)) return false;
     if (std::find(g.outputs.begin(), g.outputs.end(), id) != g.outputs.end()) return false;
-    if (readers_.empty()) {  // built once per run, at the first such view: value -> nodes reading it
-      readers_.resize(values.size());
-      for (std::uint32_t r = std::uint32_t(first_node); r < values.size(); ++r)
-        for (auto i : node(r).inputs) readers_[i].push_back(r);
-    }
-    if (readers_[id].empty()) return false;
-    for (auto r : readers_[id]) {
+    // The readers, found by a scan of the nodes (a few views per run; an index of every value's
+    // readers cost an allocation per node and run).
+    bool read = false;
+    for (std::uint32_t r = std::uint32_t(first_node); r < values.size(); ++r) {
+      const auto& in = node(r).inputs;
+      if (std::find(in.begin(), in.end(), id) == in.end()) continue;
+      read = true;
       if (group_of[r] >= 0) return false;
       const runtime_op* op = find_runtime_op(node(r).op);  // nullptr for control flow
       if (!op || !op->strided_matrix_operands) return false;
     }
-    return true;
+    return read;
   }
 
   void release_inputs_of(const std::vector<std::uint32_t>& readers, int own_group) {

@@ -29,8 +29,10 @@ inline std::size_t column_blocks(std::size_t rows) {
   return (rows + b - 1) / b;
 }
 
+// What the interpreter's reductions of T by Op accumulate in: double for floating reductions whose
+// order matters (sums, means, products), else T.
 template <class Op, class T>
-using column_accumulator_t = std::conditional_t<std::is_floating_point_v<T> && !order_independent_v<Op>, double, T>;
+using reduction_accumulator_t = std::conditional_t<std::is_floating_point_v<T> && !order_independent_v<Op>, double, T>;
 
 // acc[j] = combine(acc[j], x[r][j]) for the rows r of x in order, over the columns [j0, j1) of
 // rows of `count` elements. Two rows per sweep: each accumulator loaded and stored once for both
@@ -84,7 +86,7 @@ column_reduction_functions column_reduction_functions_of() {
     visit_compute_dtype(type, [&](auto t) {
       using T = decltype(t);
       if constexpr (!std::is_same_v<T, bool>) {
-        using Acc = column_accumulator_t<Op, T>;
+        using Acc = reduction_accumulator_t<Op, T>;
         std::fill_n(static_cast<Acc*>(acc), count, Op::template identity<Acc>());
       }
     });
@@ -93,7 +95,7 @@ column_reduction_functions column_reduction_functions_of() {
     visit_compute_dtype(type, [&](auto t) {
       using T = decltype(t);
       if constexpr (!std::is_same_v<T, bool>)
-        add_rows_to_columns<Op>(static_cast<column_accumulator_t<Op, T>*>(acc), static_cast<const T*>(rows_data), rows,
+        add_rows_to_columns<Op>(static_cast<reduction_accumulator_t<Op, T>*>(acc), static_cast<const T*>(rows_data), rows,
                                 count, 0, count);
     });
   };
@@ -101,7 +103,7 @@ column_reduction_functions column_reduction_functions_of() {
     visit_compute_dtype(type, [&](auto t) {
       using T = decltype(t);
       if constexpr (!std::is_same_v<T, bool>) {
-        using Acc = column_accumulator_t<Op, T>;
+        using Acc = reduction_accumulator_t<Op, T>;
         static_assert(sizeof(Acc) <= column_accumulator_bytes);
         const auto* p = static_cast<const unsigned char*>(partials);
         const std::size_t row_bytes = count * column_accumulator_bytes;

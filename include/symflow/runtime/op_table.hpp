@@ -140,7 +140,7 @@ Acc reduce_row(Acc start, const T* x, std::size_t n) {
 // axes in order). Floating sums accumulate in double (reductions whose order matters).
 template <class Op, class T>
 void reduce_typed(const T* in, const runtime_extents& ext, const std::vector<bool>& reduced, T* out) {
-  using Acc = std::conditional_t<std::is_floating_point_v<T> && !order_independent_v<Op>, double, T>;
+  using Acc = reduction_accumulator_t<Op, T>;
   const std::size_t rank = ext.size();
   std::size_t out_count = 1, count = 1;
   std::vector<std::size_t> out_strides(rank, 0);  // 0 along reduced axes
@@ -205,7 +205,7 @@ void reduce_rows_runtime(const void* in, dtype type, std::size_t rows, std::size
   visit_compute_dtype(type, [&](auto t) {
     using T = decltype(t);
     if constexpr (!std::is_same_v<T, bool>) {
-      using Acc = std::conditional_t<std::is_floating_point_v<T> && !order_independent_v<Op>, double, T>;
+      using Acc = reduction_accumulator_t<Op, T>;
       const T* x = static_cast<const T*>(in);
       T* o = static_cast<T*>(out);
       for (std::size_t r = 0; r < rows; ++r)

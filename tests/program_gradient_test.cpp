@@ -157,6 +157,60 @@ TEST(ProgramGradient, ProgramsAreReusedForTheSameModelOnly) {
   for (std::size_t i = 0; i < g_first.size(); ++i) EXPECT_EQ(g_first.data()[i], g_again.data()[i]) << i;
 }
 
+// A loss rebuilt with the same values (a training loop's next step) finds its program by the key of
+// what its lowering reads (ir/lowering_key.hpp), without a graph; one that differs in a literal's
+// value, a scope name or how its nodes are shared lowers afresh, and its gradient is its own.
+TEST(ProgramGradient, ARebuiltLossReusesItsProgramOnlyWhenItLowersAlike) {
+  model m;
+  const auto loss_with = [&](double epsilon) {
+    auto z = matmul(m.x, m.W1) + m.b1;
+    auto c = z - mean(z, axes<-1>, keepdims);
+    auto n = c * rsqrt(mean(c * c, axes<-1>, keepdims) + epsilon);
+    return mean(softmax_cross_entropy(matmul(tanh(n * m.g1), m.W2), m.y));
+  };
+  auto& hits = symflow::detail::program::program_memo::hits();
+  const auto first = grad_by_program(loss_with(1e-5), m.W1);
+  const std::size_t before = hits.load();
+  const auto again = grad_by_program(loss_with(1e-5), m.W1);
+  EXPECT_EQ(hits.load(), before + 1) << "the rebuilt loss is found by its key";
+  EXPECT_EQ(first.op.program, again.op.program);
+
+  // Another epsilon: the same type, another graph; then the first again, found in the graph cache.
+  const auto other = grad_by_program(loss_with(0.25), m.W1);
+  EXPECT_EQ(hits.load(), before + 1);
+  EXPECT_NE(first.op.program, other.op.program);
+  const auto back = grad_by_program(loss_with(1e-5), m.W1);
+  EXPECT_EQ(first.op.program, back.op.program);
+  auto one = [&](const auto& e) { return m.run(e); };
+  expect_close(m.run(other), finite_differences(loss_with(0.25), m.W1v, one));
+  expect_close(m.run(back), finite_differences(loss_with(1e-5), m.W1v, one));
+
+  // Only a scope's name differs: the graph's node names do, so the program is another.
+  const auto in_a = [&] { return scope("a", [&] { return loss_with(1e-5); }); };
+  const auto in_b = [&] { return scope("b", [&] { return loss_with(1e-5); }); };
+  static_assert(std::is_same_v<decltype(in_a()), decltype(in_b())>);
+  const auto ga = grad_by_program(in_a(), m.W1);
+  const auto gb = grad_by_program(in_b(), m.W1);
+  EXPECT_NE(ga.op.program, gb.op.program);
+  const std::size_t scoped = hits.load();
+  EXPECT_EQ(grad_by_program(in_b(), m.W1).op.program, gb.op.program);
+  EXPECT_EQ(hits.load(), scoped + 1);
+  expect_close(m.run(ga), finite_differences(loss_with(1e-5), m.W1v, one));
+
+  // One object used twice against two equal objects: the keys differ, the lowerings are equal.
+  const auto twice = [&](bool shared) {
+    auto z = matmul(m.x, m.W1);
+    auto other_z = matmul(m.x, m.W1);
+    return mean(softmax_cross_entropy(matmul(tanh(z) * (shared ? z : other_z), m.W2), m.y));
+  };
+  const auto shared = grad_by_program(twice(true), m.W1);
+  const std::size_t split_before = hits.load();
+  const auto split = grad_by_program(twice(false), m.W1);
+  EXPECT_EQ(hits.load(), split_before) << "another sharing pattern is another key";
+  EXPECT_EQ(shared.op.program, split.op.program) << "and the same graph";
+  expect_close(m.run(split), finite_differences(twice(false), m.W1v, one));
+}
+
 TEST(ProgramGradient, EvalOfALargeScalarModelRunsAProgram) {
   model m;
   const auto loss = m.loss();

@@ -17,6 +17,7 @@
 
 #include "../expr/structural.hpp"
 #include "program.hpp"
+#include "program_lookup.hpp"
 #include "../ir/to_graph.hpp"
 #include "../eval/output_destination.hpp"
 #include "../eval/program_route.hpp"
@@ -239,40 +240,6 @@ namespace detail::program {
 template <class E>
 using leaves_of_t = nodes_where_t<is_leaf_node, E>;
 
-
-// One object of each leaf of e, with its name, found by visiting each node object once. (Keyed by
-// name, not by the list of leaf types: the instances of find_leaves are then named after their node
-// alone.)
-struct found_leaf {
-  std::string_view name;
-  const void* leaf;
-};
-template <class E>
-void find_leaves(const E& e, std::vector<found_leaf>& found, std::vector<const void*>& visited) {
-  if constexpr (is_leaf_node<E>::value) {
-    constexpr std::string_view name = E::name.view();
-    for (const auto& f : found)
-      if (f.name == name) return;
-    found.push_back({name, &e});
-  } else if constexpr (has_operands<E>) {
-    if (const void* id = node_identity(e)) {
-      for (const void* v : visited)
-        if (v == id) return;
-      visited.push_back(id);
-    }
-    std::apply([&](const auto&... a) SYMFLOW_INLINE_LAMBDA { (find_leaves(a, found, visited), ...); }, e.args());
-  }
-}
-// The leaf L among those found. Call it after to_graph has lowered the same expression: a leaf's
-// name then stands for one leaf type (to_graph refuses a name given to leaves of two types).
-template <class L>
-const L& found_as(const std::vector<found_leaf>& found) {
-  constexpr std::string_view name = L::name.view();
-  for (const auto& f : found)
-    if (f.name == name) return *static_cast<const L*>(f.leaf);
-  throw graph_error("grad: leaf '" + std::string(name) + "' was not found in the expression");
-}
-
 // Whether grad may take the program's route: every floating value the loss reads and every leaf
 // differentiated for has the loss's dtype (the program's outputs share one buffer of it).
 template <class E, class Leaves, class... Wrt>
@@ -315,8 +282,11 @@ auto value_and_gradients(const E& loss, const Wrt&... wrt) {
   using T = value_type_of<E>;
   return [&]<class... L>(type_list<L...>) {
     std::vector<found_leaf> found;
-    std::vector<const void*> visited;
-    find_leaves(loss, found, visited);
+    lowering_key& key = scratch_lowering_key();
+    {
+      lowering_key_recorder recorder(key);
+      find_leaves(loss, found, recorder);
+    }
     static constexpr std::array<std::size_t, sizeof...(Wrt)> at{index_in<Wrt, type_list<L...>>::value...};
     // Output 1 + j is the gradient for the j-th differentiated leaf found in the loss.
     static constexpr std::array<std::size_t, sizeof...(Wrt)> output = [] {
@@ -329,7 +299,13 @@ auto value_and_gradients(const E& loss, const Wrt&... wrt) {
     std::vector<std::size_t> differentiated;
     for (std::size_t k : at)
       if (k < sizeof...(L)) differentiated.push_back(k);
-    const auto program = gradient_program(to_graph(loss), {std::string(L::name.view())...}, differentiated);
+    program_memo& memo = program_memo_for<E, Wrt...>();
+    std::shared_ptr<const runtime_program> program = memo.find(key);
+    if (!program) {
+      const lowering_key built_from = key;
+      program = gradient_program(to_graph(loss), {std::string(L::name.view())...}, differentiated);
+      memo.keep(built_from, program);
+    }
     const auto run = make_kernel(ops::program_run_op<T>{program}, source_site::current(), found_as<L>(found)...);
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       if constexpr (WithValue) {

@@ -2,7 +2,7 @@
 // What to_graph (to_graph.hpp) reads from an expression's values rather than from its type, as a
 // key: two expressions of one type whose keys are equal lower to equal graphs. A training step that
 // builds its loss afresh every iteration (as written naturally) rebuilds objects of the same type
-// with the same values; the gradient's program route (runtime/program_gradient.hpp) compares this
+// with the same values; the gradient's program route (runtime/program_lookup.hpp) compares this
 // key with the last step's instead of lowering the loss again (a few microseconds against tens).
 //
 // For each node object of a walk, the key records whether an earlier one had its identity (and
@@ -44,7 +44,7 @@ struct lowering_key {
 };
 
 // Records one walk over an expression into a key. The walk is its caller's (the program route's
-// leaf search, runtime/program_gradient.hpp, which visits every node object anyway): for each node
+// leaf search, runtime/program_lookup.hpp, which visits every node object anyway): for each node
 // object it calls enter() with the node's identity and, unless enter() says an earlier object had
 // it, node() and then the node's operands (an accumulation's terms), in order. Walking more
 // operands than the lowering does (all of a program output's) only records more.

@@ -18,8 +18,9 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
-#include <tuple>
+#include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "../expr/leaves.hpp"
@@ -68,38 +69,37 @@ class lowering_key_recorder {
     return true;
   }
 
-  // What lowering the node itself reads, as graph_lowering::lower_new's branches do. Inlined into
-  // the walk's function for the node's type: a function of its own per node type would add its
-  // name, which spells the model below the node, to the object file.
+  // What lowering the node itself reads, branch for branch with graph_lowering::lower_new (both
+  // take the branch from lowering_form_of). Inlined into the walk's function for the node's type:
+  // a function of its own per node type would add its name, which spells the model below the
+  // node, to the object file.
   template <expression E>
   [[gnu::always_inline]] void node(const E& e) {
-    if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
+    constexpr lowering_form form = lowering_form_of<E>();
+    if constexpr (form == lowering_form::leaf) {
       add_info(e.info);  // the leaf's scope and location (name and type are E's)
-    } else if constexpr (E::kind == node_kind::constant) {
+    } else if constexpr (form == lowering_form::constant) {
       add_object(std::weak_ptr<const void>(e.value), e.value.get());
       add_info(e.info);
-    } else if constexpr (E::kind == node_kind::literal) {
+    } else if constexpr (form == lowering_form::literal) {
       add_info(e.info);
       if constexpr (!is_static_literal_v<E>) add_number(e.value);
-    } else if constexpr (E::kind == node_kind::elementwise && requires { E::op_type::materialises; }) {
-      // lowered as its operand
-    } else if constexpr (E::kind == node_kind::reference) {
-      // lowered as its operand
-    } else if constexpr (E::kind == node_kind::kernel && requires { e.op.program->source(); }) {
+    } else if constexpr (form == lowering_form::as_operand) {
+      // lowered as its operand, which the walk records
+    } else if constexpr (form == lowering_form::program) {
       add_object(std::weak_ptr<const void>(e.op.program), e.op.program.get());
       if constexpr (requires { e.op.index; }) add(value, std::uint64_t(e.op.index));
-    } else if constexpr (E::kind == node_kind::kernel && requires { e.op.graph_attributes(); }) {
-      key_.usable = false;  // attributes the op makes itself (a sub-graph)
-    } else if constexpr (!detail::has_graph_form<E>()) {
-      key_.usable = false;  // to_graph refuses it
-    } else if constexpr (E::kind == node_kind::accumulation) {
+    } else if constexpr (form == lowering_form::own_attributes || form == lowering_form::no_graph_form) {
+      key_.usable = false;  // a sub-graph the op makes itself, or a node to_graph refuses
+    } else if constexpr (form == lowering_form::accumulation) {
       add(items, std::uint64_t(e.items().size()));
       add_info(e.info);
     } else {
       add_info(e.info);
-      if constexpr (E::kind != node_kind::reduction &&
-                    requires { e.op.visit_attributes(attribute_collector{nullptr}); })
-        e.op.visit_attributes(attribute_recorder{this});
+      // The lowering's own collection, into storage kept from node to node.
+      attributes_.clear();
+      collect_op_attributes(e, attributes_);
+      if (!attributes_.empty()) add_attributes();
     }
   }
 
@@ -107,19 +107,6 @@ class lowering_key_recorder {
   // Tags keep records of different branches apart.
   enum tag : std::uint64_t { seen = 1, fresh, info, text, object, value, attribute, items };
 
-  // The overloads of attribute_collector (graph.hpp), so that an op's values convert alike.
-  struct attribute_recorder {
-    lowering_key_recorder* b;
-    void operator()(std::string_view k, bool v) const { b->add_attribute(k, 0, std::uint64_t(v)); }
-    void operator()(std::string_view k, std::size_t v) const { b->add_attribute(k, 1, std::uint64_t(v)); }
-    void operator()(std::string_view k, double v) const { b->add_attribute(k, 2, std::bit_cast<std::uint64_t>(v)); }
-    void operator()(std::string_view k, dtype v) const { b->add_attribute(k, 3, std::uint64_t(v)); }
-    template <std::size_t N>
-    void operator()(std::string_view k, const std::array<std::size_t, N>& v) const {
-      b->add_attribute(k, 4, std::uint64_t(N));
-      for (std::size_t x : v) b->add(std::uint64_t(x));
-    }
-  };
 
   void add(std::uint64_t w) { key_.words.push_back(w); }
   void add(tag t, std::uint64_t w) {
@@ -154,10 +141,30 @@ class lowering_key_recorder {
     else if constexpr (std::is_same_v<T, double>) add(value, std::bit_cast<std::uint64_t>(v));
     else add(value, std::uint64_t(v));
   }
-  void add_attribute(std::string_view k, std::uint64_t kind, std::uint64_t v) {
-    add(attribute, kind);
-    add_text(k);
-    add(v);
+  // Out of line: one copy, not one inlined into the walk per node type.
+  [[gnu::noinline]] void add_attributes() {
+    for (const auto& a : attributes_) add_attribute(a);
+  }
+  void add_attribute(const graph_attribute& a) {
+    add(attribute, std::uint64_t(a.value.index()));
+    add_text(a.key);
+    std::visit(
+        [&](const auto& x) {
+          using X = std::remove_cvref_t<decltype(x)>;
+          if constexpr (std::is_same_v<X, double>) {
+            add(std::bit_cast<std::uint64_t>(x));
+          } else if constexpr (std::is_same_v<X, bool> || std::is_same_v<X, std::int64_t>) {
+            add(std::uint64_t(x));
+          } else if constexpr (std::is_same_v<X, std::string>) {
+            add_text(x);
+          } else if constexpr (std::is_same_v<X, std::vector<std::int64_t>>) {
+            add(std::uint64_t(x.size()));
+            for (auto v : x) add(std::uint64_t(v));
+          } else {
+            key_.usable = false;  // a sub-graph
+          }
+        },
+        a.value);
   }
   void add_object(std::weak_ptr<const void> o, const void* address) {
     add(object, std::uint64_t(reinterpret_cast<std::uintptr_t>(address)));
@@ -198,6 +205,7 @@ class lowering_key_recorder {
   };
 
   lowering_key& key_;
+  std::vector<graph_attribute> attributes_;
   std::vector<entry> table_;
   std::uint64_t count_ = 0;
   const char* last_file_ = nullptr;

@@ -54,6 +54,42 @@ inline std::string graph_scope_of(const node_info& info) {
   return out;
 }
 
+// Which branch of graph_lowering::lower_new lowers a node type (ir/lowering_key.hpp records what
+// each branch reads, so the two decide alike).
+enum class lowering_form {
+  leaf,            // a placeholder or variable: one graph leaf per name and type
+  constant,        // one graph constant per tensor object
+  literal,         // a literal node
+  as_operand,      // a materialising or reference node: its operand's value
+  program,         // a program_run / program_output kernel: the program's graph inlined
+  own_attributes,  // an op that makes its graph form's attributes itself (the typed scan)
+  no_graph_form,   // refused
+  accumulation,    // a chain of adds over the terms
+  op,              // a graph node of the op, with its attributes
+};
+template <class E>
+constexpr lowering_form lowering_form_of() {
+  if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) return lowering_form::leaf;
+  else if constexpr (E::kind == node_kind::constant) return lowering_form::constant;
+  else if constexpr (E::kind == node_kind::literal) return lowering_form::literal;
+  else if constexpr ((E::kind == node_kind::elementwise && requires { E::op_type::materialises; }) ||
+                     E::kind == node_kind::reference)
+    return lowering_form::as_operand;
+  else if constexpr (E::kind == node_kind::kernel && requires(const E& e) { e.op.program->source(); })
+    return lowering_form::program;
+  else if constexpr (E::kind == node_kind::kernel && requires(const E& e) { e.op.graph_attributes(); })
+    return lowering_form::own_attributes;
+  else if constexpr (!has_graph_form<E>()) return lowering_form::no_graph_form;
+  else if constexpr (E::kind == node_kind::accumulation) return lowering_form::accumulation;
+  else return lowering_form::op;
+}
+// The attributes an op node's object reports (visit_attributes); a reduction's come from its type.
+template <class E>
+void collect_op_attributes(const E& e, std::vector<graph_attribute>& out) {
+  if constexpr (E::kind != node_kind::reduction && requires { e.op.visit_attributes(attribute_collector{&out}); })
+    e.op.visit_attributes(attribute_collector{&out});
+}
+
 template <class T>
 attribute_value literal_attribute(T v) {
   if constexpr (std::is_same_v<T, bool>) return v;
@@ -118,7 +154,8 @@ class graph_lowering {
     // Local copies of the node's static names: an odr-use of E::op_name (or E::mask) would emit
     // one object per node type, named after the whole model below it.
     constexpr std::string_view op_name = E::op_name;
-    if constexpr (E::kind == node_kind::placeholder || E::kind == node_kind::variable) {
+    constexpr lowering_form form = lowering_form_of<E>();
+    if constexpr (form == lowering_form::leaf) {
       // One leaf per name and type (a name given to leaves of two types is refused by finish()).
       constexpr bool input = E::kind == node_kind::placeholder;
       auto& leaves = input ? g_.inputs : g_.parameters;
@@ -130,7 +167,7 @@ class graph_lowering {
       leaves.push_back(graph_leaf{std::string(name), graph_scope_of(e.info), std::move(type), graph_location_of(e.info),
                                   std::nullopt});
       return {where, static_cast<std::uint32_t>(leaves.size() - 1)};
-    } else if constexpr (E::kind == node_kind::constant) {
+    } else if constexpr (form == lowering_form::constant) {
       // One constant per tensor object (constants share their storage when copied).
       const void* data = e.value.get();
       if (auto it = constants_by_data_.find(data); it != constants_by_data_.end()) return it->second;
@@ -139,18 +176,16 @@ class graph_lowering {
       const ref r{list::constant, static_cast<std::uint32_t>(g_.constants.size() - 1)};
       constants_by_data_.emplace(data, r);
       return r;
-    } else if constexpr (E::kind == node_kind::literal) {
+    } else if constexpr (form == lowering_form::literal) {
       graph_node n{std::string(op_name), e.info.scoped_name(op_name),
                    {{"value", literal_attribute(e.value)}, {"static", bool(is_static_literal_v<E>)}},
                    {}, graph_type_of<E>(), graph_location_of(e.info)};
       return push_merged(std::move(n), {});
-    } else if constexpr (E::kind == node_kind::elementwise && requires { E::op_type::materialises; }) {
+    } else if constexpr (form == lowering_form::as_operand) {
       return lower(std::get<0>(e.args()));  // in a graph every value is stored once anyway
-    } else if constexpr (E::kind == node_kind::reference) {
-      return lower(std::get<0>(e.args()));
-    } else if constexpr (E::kind == node_kind::kernel && requires { e.op.program->source(); }) {
+    } else if constexpr (form == lowering_form::program) {
       return lower_program(e);
-    } else if constexpr (E::kind == node_kind::kernel && requires { e.op.graph_attributes(); }) {
+    } else if constexpr (form == lowering_form::own_attributes) {
       // An op whose graph form is another op's, with attributes it makes itself (the typed scan
       // as the graph's scan, its body lowered as a sub-graph).
       std::vector<ref> inputs;
@@ -158,12 +193,12 @@ class graph_lowering {
       graph_node n{std::string(op_name), e.info.scoped_name(op_name), e.op.graph_attributes(), {}, graph_type_of<E>(),
                    graph_location_of(e.info)};
       return push_node(std::move(n), std::move(inputs));
-    } else if constexpr (!detail::has_graph_form<E>()) {
+    } else if constexpr (form == lowering_form::no_graph_form) {
       // A run-time error, not a static_assert: evaluation instantiates to_graph for its reports.
       throw graph_error("to_graph: node " + describe(e) +
                         " has no graph form (the gradient of a typed scan, nn/scan_backward.hpp): "
                         "lower the model itself and differentiate the graph instead");
-    } else if constexpr (E::kind == node_kind::accumulation) {
+    } else if constexpr (form == lowering_form::accumulation) {
       // A chain of adds over the terms; no terms is the scalar 0, which broadcasts where it is added.
       if (e.items().empty()) return lower(zero<value_type_of<E>>{});
       ref sum = lower(e.items().front());
@@ -185,9 +220,8 @@ class graph_lowering {
         n.attributes.push_back({"axes", std::move(axes)});
         constexpr bool keep_dims = E::keep_dims;
         n.attributes.push_back({"keepdims", keep_dims});
-      } else if constexpr (requires { e.op.visit_attributes(attribute_collector{&n.attributes}); }) {
-        e.op.visit_attributes(attribute_collector{&n.attributes});
       }
+      collect_op_attributes(e, n.attributes);
       // An op with state it cannot compare (no ==) is never taken for another (as same_value).
       if constexpr (requires { e.op; } && !std::is_empty_v<typename E::op_type> && !requires { e.op == e.op; })
         return push_node(std::move(n), std::move(inputs));

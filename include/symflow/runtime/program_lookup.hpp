@@ -67,7 +67,6 @@ struct program_memo {
 
   // The program, when `fresh` is the key it was built from and it still lives.
   std::shared_ptr<const runtime_program> find(const lowering_key& fresh) {
-    if (!fresh.usable) return nullptr;
     std::lock_guard lock(mutex);
     if (!key.matches(fresh)) return nullptr;
     auto found = program.lock();

@@ -9,8 +9,8 @@ for generated MLP programs links and runs them under `ulimit -s 1024` (1 MB stac
 
 Every case is compiled as the project's targets are: with -DSYMFLOW_SEPARATE_COMPILATION, linked
 with what does not depend on the model compiled once (cmake/library/*.cpp: the graph runtime's op
-tables; update rules, checkpoint, IDX and TensorBoard files; the library CMake builds as
-symflow_library). Those compiles are measured too and reported in their own rows: a program pays
+tables, interpreter and runtime programs; the matrix products; update rules, checkpoint, IDX and
+TensorBoard files; the library CMake builds as symflow_library). Those compiles are measured too and reported in their own rows: a program pays
 them once, like a library it links, not per translation unit.
 
 Cases:
@@ -193,17 +193,30 @@ def source_for(case, workdir):
     return f"`examples/{case}.cpp`", path, False
 
 
+# The units of symflow_library (top-level CMakeLists.txt), each with the options CMake gives it:
+# the runtime's units are compiled with -ffp-contract=off, the matrix products with the default.
 LIBRARY_PARTS = {
-    "tables": ("runtime op tables, once per program (`cmake/library/runtime_tables.cpp`)", "runtime_tables.cpp"),
-    "training": ("update rules, checkpoint, IDX, TensorBoard files, once per program "
-                 "(`cmake/library/training_and_files.cpp`)", "training_and_files.cpp"),
+    "op_table": ("runtime op table, once per program (`cmake/library/runtime_op_table.cpp`)",
+                 "runtime_op_table.cpp", ["-ffp-contract=off"]),
+    "rules": ("derivative rules, first half (`cmake/library/runtime_derivative_rules.cpp`)",
+              "runtime_derivative_rules.cpp", ["-ffp-contract=off"]),
+    "rules_2": ("derivative rules, second half (`cmake/library/runtime_derivative_rules_2.cpp`)",
+                "runtime_derivative_rules_2.cpp", ["-ffp-contract=off"]),
+    "interpreter": ("interpreter (`cmake/library/runtime_interpreter.cpp`)", "runtime_interpreter.cpp",
+                    ["-ffp-contract=off"]),
+    "programs": ("runtime programs, differentiation (`cmake/library/runtime_programs.cpp`)",
+                 "runtime_programs.cpp", ["-ffp-contract=off"]),
+    "gemm": ("matrix products (`cmake/library/gemm.cpp`)", "gemm.cpp", []),
+    "training": ("update rules, checkpoint, IDX, TensorBoard files (`cmake/library/training_and_files.cpp`)",
+                 "training_and_files.cpp", []),
 }
 
 
 def measure(case, a, workdir, flags, library=()):
     if case in LIBRARY_PARTS:
-        label, name = LIBRARY_PARTS[case]
+        label, name, options = LIBRARY_PARTS[case]
         src, generated = os.path.join(ROOT, "cmake", "library", name), False
+        flags = flags + options
     else:
         label, src, generated = source_for(case, workdir)
     row = {"case": label, "result": "", "secs": None, "rss_mb": None, "obj_kb": None, "ran": "n/a"}
@@ -299,7 +312,7 @@ def main(argv):
     rows = []
     try:
         library = []
-        for part, (_, name) in LIBRARY_PARTS.items():
+        for part, (_, name, _options) in LIBRARY_PARTS.items():
             part_row = measure(part, a, workdir, flags)
             rows.append(part_row)
             if part_row["result"] == "ok":

@@ -14,4 +14,5 @@
 #endif
 #include "runtime/grad.hpp"
 #include "runtime/interpreter.hpp"
+#include "runtime/program.hpp"
 #include "training_definitions.hpp"

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/separate_compilation.hpp"
 #include "../expr/node.hpp"
 #include "../ops/all.hpp"
 #include "control_flow/list.hpp"
@@ -202,8 +203,13 @@ op_schema control_flow_schema(Op) {
 }
 }  // namespace detail
 
-// Every op a graph value may contain, sorted by name.
-inline const std::vector<op_schema>& op_schemas() {
+// Every op a graph value may contain, sorted by name. Reading every op's schema instantiates
+// each op's dtype rule table: compiled once per program with the op table under
+// SYMFLOW_SEPARATE_COMPILATION (core/separate_compilation.hpp).
+#if SYMFLOW_LIBRARY_OP_TABLE_DECLARED_ONLY
+const std::vector<op_schema>& op_schemas();
+#else
+SYMFLOW_LIBRARY_LINKAGE const std::vector<op_schema>& op_schemas() {
   static const std::vector<op_schema> all = [] {
     std::vector<op_schema> v{
         // leaves that are nodes
@@ -218,6 +224,7 @@ inline const std::vector<op_schema>& op_schemas() {
   }();
   return all;
 }
+#endif
 
 // The file (in symflow/ops/) that defines the op named `name`, or an empty view.
 inline std::string_view op_file_of(std::string_view name) {

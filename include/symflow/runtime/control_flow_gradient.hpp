@@ -10,12 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include "../core/separate_compilation.hpp"
 #include "../ir/control_flow/list.hpp"
 #include "builder.hpp"
 
 namespace symflow {
 
-inline graph differentiate(const graph& g, const std::vector<std::string>& wrt);
+SYMFLOW_LIBRARY_LINKAGE graph differentiate(const graph& g, const std::vector<std::string>& wrt);  // grad.hpp
 
 namespace runtime_detail {
 

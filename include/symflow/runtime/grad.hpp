@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/separate_compilation.hpp"
 #include "../ir/validate.hpp"
 #include "builder.hpp"
 #include "control_flow_gradient.hpp"
@@ -237,8 +238,10 @@ inline graph_lru_cache<cached_gradient>& gradient_cache() {
 // A graph whose outputs are g's outputs followed by the gradient of g's first output (a floating
 // scalar) with respect to each named input or parameter, each shaped like it. Differentiating a
 // graph of the same structure again (a loop that rebuilds its graph) takes the result from
-// gradient_cache() and copies g's data into it.
-inline graph differentiate(const graph& g, const std::vector<std::string>& wrt) {
+// gradient_cache() and copies g's data into it. Compiled once per program under
+// SYMFLOW_SEPARATE_COMPILATION (core/separate_compilation.hpp, SYMFLOW_LIBRARY_PART_PROGRAMS).
+#if !SYMFLOW_LIBRARY_PROGRAMS_DECLARED_ONLY
+SYMFLOW_LIBRARY_LINKAGE graph differentiate(const graph& g, const std::vector<std::string>& wrt) {
   using namespace runtime_detail;
   validate(g, "differentiate");  // the data too, which the cache's key leaves out
   const std::uint64_t structure = graph_structure_hash(g);
@@ -263,5 +266,6 @@ inline graph differentiate(const graph& g, const std::vector<std::string>& wrt) 
   }
   return dg;
 }
+#endif
 
 }  // namespace symflow

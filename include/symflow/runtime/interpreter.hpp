@@ -7,12 +7,15 @@
 // need is computed, and intermediates are freed after their last use.
 //
 // This is the header to include. A run's scratch (leaves, plan, uses, storage, reports) is
-// run_state.hpp; the steps that compute its values are run_steps.hpp.
+// run_state.hpp; the steps that compute its values are run_steps.hpp. The members that run them are
+// interpreter_impl.hpp: compiled once per program under SYMFLOW_SEPARATE_COMPILATION
+// (core/separate_compilation.hpp, SYMFLOW_LIBRARY_PART_INTERPRETER).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "../core/params.hpp"
+#include "../core/separate_compilation.hpp"
 #include "../ir/graph.hpp"
 #include "../ir/validate.hpp"
 #include "../eval/nonfinite_report.hpp"
@@ -32,14 +35,7 @@ namespace symflow {
 
 class interpreter {
  public:
-  explicit interpreter(graph g, interpreter_options options = {}) : graph_(std::move(g)), options_(options) {
-    validate(graph_, "interpreter");
-    for (const auto& n : graph_.nodes)
-      if (!n.is_literal() && !find_runtime_op(n.op) && !control_flow::is_control_flow(n.op))
-        throw graph_error("interpreter: node '" + n.name + "': no runtime form for op '" + n.op + "'");
-    graph_ = lower_storage_dtypes(std::move(graph_));  // ops on f16, u8, ... run in f32, i32, ...
-    structure_ = std::make_shared<const graph_structure>(graph_);
-  }
+  explicit interpreter(graph g, interpreter_options options = {});
 
   // The graph it runs: the one it was given, with nodes on storage dtypes computing in their
   // compute dtypes between casts (storage_lowering.hpp); the same leaves and output types.
@@ -63,59 +59,20 @@ class interpreter {
   // As run, writing into `outputs` and reusing each tensor's storage when its dtype and extents are
   // already right (first touching fresh memory costs about as much as a memory-bound pass; a loop
   // that runs a graph repeatedly should keep its outputs).
-  void run_into(std::vector<runtime_tensor>& outputs, const runtime_feeds& feeds, const params* store = nullptr) const {
-    outputs.resize(graph_.outputs.size());
-    runtime_detail::run_state s(context(), feeds, store);
-    s.bind_leaves(feeds, store);
-    finish_run(s, outputs);
-  }
+  void run_into(std::vector<runtime_tensor>& outputs, const runtime_feeds& feeds, const params* store = nullptr) const;
 
   // As run_into, with every input and parameter bound where its value lies (graph leaf order:
   // inputs, then parameters): nothing is copied in.
-  void run_bound(std::vector<runtime_tensor>& outputs, const std::vector<bound_leaf>& leaves) const {
-    if (leaves.size() != graph_.inputs.size() + graph_.parameters.size())
-      throw value_error("interpreter: " + std::to_string(leaves.size()) + " bound leaves for a graph with " +
-                        std::to_string(graph_.inputs.size() + graph_.parameters.size()) + " inputs and parameters");
-    outputs.resize(graph_.outputs.size());
-    static const runtime_feeds no_feeds;
-    runtime_detail::run_state s(context(), no_feeds, nullptr);
-    s.bound = &leaves;
-    s.bind_bound(leaves);
-    finish_run(s, outputs);
-  }
+  void run_bound(std::vector<runtime_tensor>& outputs, const std::vector<bound_leaf>& leaves) const;
 
   // As run_bound, with output k's elements written to targets[k].data, which has room for
   // targets[k]'s dtype and extents: computed there where the output is a value of its own, else
   // copied there. An output of another dtype or extents is a shape_error naming it.
-  void run_bound_into(const std::vector<output_target>& targets, const std::vector<bound_leaf>& leaves) const {
-    if (targets.size() != graph_.outputs.size())
-      throw value_error("interpreter: " + std::to_string(targets.size()) + " output targets for a graph with " +
-                        std::to_string(graph_.outputs.size()) + " outputs");
-    if (leaves.size() != graph_.inputs.size() + graph_.parameters.size())
-      throw value_error("interpreter: " + std::to_string(leaves.size()) + " bound leaves for a graph with " +
-                        std::to_string(graph_.inputs.size() + graph_.parameters.size()) + " inputs and parameters");
-    static const runtime_feeds no_feeds;
-    runtime_detail::run_state s(context(), no_feeds, nullptr);
-    s.bound = &leaves;
-    s.bind_bound(leaves);
-    s.targets = &targets;
-    std::vector<runtime_tensor> unused;
-    runtime_detail::compute_outputs(s, unused);
-    stats_ = s.stats;
-    trace_ = std::move(s.trace);
-    profile_ = std::move(s.profile);
-    s.write_targets();
-  }
+  void run_bound_into(const std::vector<output_target>& targets, const std::vector<bound_leaf>& leaves) const;
 
  private:
   runtime_detail::run_context context() const { return {graph_, options_, structure_, *pool_, passes_.get()}; }
-  void finish_run(runtime_detail::run_state& s, std::vector<runtime_tensor>& outputs) const {
-    runtime_detail::compute_outputs(s, outputs);
-    stats_ = s.stats;
-    trace_ = std::move(s.trace);
-    profile_ = std::move(s.profile);
-    s.take_outputs(outputs);
-  }
+  void finish_run(runtime_detail::run_state& s, std::vector<runtime_tensor>& outputs) const;
 
   graph graph_;
   interpreter_options options_;
@@ -135,3 +92,7 @@ inline std::vector<runtime_tensor> run_graph(const graph& g, const runtime_feeds
 }
 
 }  // namespace symflow
+
+#if !SYMFLOW_LIBRARY_INTERPRETER_DECLARED_ONLY
+#include "interpreter_impl.hpp"
+#endif

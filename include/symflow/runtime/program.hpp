@@ -4,7 +4,9 @@
 // is the graph that computes from them, run by the interpreter. This is how the gradient of a large
 // model is computed: its graph is built and differentiated at run time, once, by the ops' runtime
 // rules, so the compiler instantiates only the forward model's lowering, not a term type per
-// adjoint (docs/design.md, "Gradients of large models").
+// adjoint (docs/design.md, "Gradients of large models"). The members that build and run programs
+// are program_impl.hpp: compiled once per program under SYMFLOW_SEPARATE_COMPILATION
+// (core/separate_compilation.hpp, SYMFLOW_LIBRARY_PART_PROGRAMS).
 #include <cstddef>
 #include <cstring>
 #include <map>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/separate_compilation.hpp"
 #include "builder.hpp"
 #include "feeds.hpp"
 #include "grad.hpp"
@@ -30,27 +33,7 @@ class runtime_program {
   // the typed node lists its operands); output k has the extents of operand output_sources[k].
   // Every output has dtype `type`.
   runtime_program(graph source, std::vector<std::string> operand_names, std::vector<std::size_t> output_sources,
-                  dtype type)
-      : names_(std::move(operand_names)), sources_(std::move(output_sources)), type_(type),
-        interpreter_(std::move(source)) {
-    const graph& g = interpreter_.source();
-    if (g.outputs.size() != sources_.size())
-      throw graph_error("runtime_program: " + std::to_string(g.outputs.size()) + " outputs, " +
-                        std::to_string(sources_.size()) + " output shapes");
-    for (const auto* list : {&g.inputs, &g.parameters})
-      for (const auto& leaf : *list) {
-        std::size_t k = 0;
-        while (k < names_.size() && names_[k] != leaf.name) ++k;
-        if (k == names_.size()) throw graph_error("runtime_program: leaf '" + leaf.name + "' is no operand");
-        leaf_operand_.push_back(k);
-      }
-    for (std::size_t i = 0; i < g.outputs.size(); ++i) {
-      const graph_type t = value_type_in(g, g.outputs[i]);
-      if (t.type != type_)
-        throw graph_error("runtime_program: output " + std::to_string(i) + " is " + graph_type_string(t) + ", not " +
-                          std::string(dtype_name(type_)));
-    }
-  }
+                  dtype type);
 
   const graph& source() const noexcept { return interpreter_.source(); }
   const std::vector<std::string>& operand_names() const noexcept { return names_; }
@@ -60,81 +43,31 @@ class runtime_program {
   dtype type() const noexcept { return type_; }
 
   // Elements of every output, one after another, for operands of these element counts.
-  std::size_t flat_size(const std::size_t* operand_elements, std::size_t operands) const {
-    std::size_t total = 0;
-    for (auto s : sources_) {
-      if (s != scalar_output && s >= operands)
-        throw value_error("program: an output is the adjoint of operand " + std::to_string(s) + " of " +
-                          std::to_string(operands));
-      total += s == scalar_output ? 1 : operand_elements[s];
-    }
-    return total;
-  }
+  std::size_t flat_size(const std::size_t* operand_elements, std::size_t operands) const;
 
   // Runs the graph on the operands where they lie and writes its outputs, flattened and one after
   // another, to `out` (flat_size elements of type()): each is computed there, not copied. One run
   // at a time per program: the interpreter keeps its intermediates' storage between runs.
   // `elsewhere`, when given, has one entry per output: where not null, that output is written
   // there instead (its place in `out` is left as it was).
-  void run(void* out, const std::vector<bound_leaf>& operands, const std::vector<void*>& elsewhere = {}) const {
-    std::vector<bound_leaf> leaves;
-    leaves.reserve(leaf_operand_.size());
-    for (auto k : leaf_operand_) leaves.push_back(operands.at(k));
-    // Each output has the extents the typed node made room for (flat_size).
-    std::vector<output_target> targets;
-    targets.reserve(sources_.size());
-    auto* bytes = static_cast<unsigned char*>(out);
-    for (std::size_t k = 0; k < sources_.size(); ++k) {
-      const std::size_t source = sources_[k];
-      output_target t{type_, source == scalar_output ? runtime_extents{} : operands.at(source).extents, bytes};
-      bytes += element_count(t.extents) * dtype_size(type_);
-      if (k < elsewhere.size() && elsewhere[k]) t.data = elsewhere[k];
-      targets.push_back(std::move(t));
-    }
-    std::lock_guard lock(mutex_);
-    interpreter_.run_bound_into(targets, leaves);
-  }
+  void run(void* out, const std::vector<bound_leaf>& operands, const std::vector<void*>& elsewhere = {}) const;
 
   // The program for the adjoints of sum(output * gbar) with respect to each floating operand: its
   // operands are this program's and gbar (shaped like the output, appended last); output 0 is that
   // sum, output 1 + j the adjoint of the j-th floating operand. What a gradient of this program's
   // output flows back through; built once per output.
-  std::shared_ptr<const runtime_program> vjp(std::size_t output) const {
-    std::lock_guard lock(mutex_);
-    auto& cached = vjps_[output];
-    if (!cached) cached = make_vjp(output);
-    return cached;
-  }
+  std::shared_ptr<const runtime_program> vjp(std::size_t output) const;
 
   // The program for the tangent of `output` (J t, shaped like it) given a tangent of each floating
   // operand: its operands are vjp(output)'s (the last, gbar, is not read) and then one tangent per
   // floating operand, in order; output 1 is J t. Built by differentiating the VJP, which is linear in
   // gbar, with respect to gbar: d/dgbar sum_j <vjp_j(gbar), t_j> = J t.
-  std::shared_ptr<const runtime_program> jvp(std::size_t output) const {
-    const auto back = vjp(output);
-    std::lock_guard lock(mutex_);
-    auto& cached = jvps_[output];
-    if (!cached) cached = make_jvp(*back);
-    return cached;
-  }
+  std::shared_ptr<const runtime_program> jvp(std::size_t output) const;
 
   // Indices of the floating operands, the ones a VJP yields adjoints for.
-  std::vector<std::size_t> floating_operands() const {
-    std::vector<std::size_t> out;
-    for (std::size_t k = 0; k < names_.size(); ++k) {
-      const dtype t = operand_type(k);
-      if (is_floating_dtype(t)) out.push_back(k);
-    }
-    return out;
-  }
+  std::vector<std::size_t> floating_operands() const;
   // An operand's graph type (an operand the graph does not read is taken as a scalar of type()).
-  graph_type operand_graph_type(std::size_t k) const {
-    const graph& g = source();
-    for (const auto* list : {&g.inputs, &g.parameters})
-      for (const auto& leaf : *list)
-        if (leaf.name == names_.at(k)) return leaf.type;
-    return graph_type{type_, {}};
-  }
+  graph_type operand_graph_type(std::size_t k) const;
 
   // The type of value `id` of graph g.
   static graph_type value_type_in(const graph& g, std::uint32_t id) {
@@ -154,53 +87,10 @@ class runtime_program {
 
 
   // sum(out * gbar) over all of out's axes.
-  static graph_handle dot(graph_builder& b, const graph_handle& out, const graph_handle& gbar) {
-    graph_handle p = b.apply(ops::mul_op::name, {out, gbar});
-    if (p.rank() == 0) return p;
-    std::vector<std::int64_t> axes(p.rank());
-    for (std::size_t i = 0; i < axes.size(); ++i) axes[i] = std::int64_t(i);
-    return b.apply(ops::sum_op::name, {p}, {{"axes", axes}, {"keepdims", false}});
-  }
-
-  std::shared_ptr<const runtime_program> make_vjp(std::size_t output) const {
-    graph_builder b(source());
-    const graph_handle out = b.outputs().at(output);
-    std::vector<std::string> names = names_;
-    names.push_back(operand_name(names_.size()));
-    const graph_type t = out.type();
-    const graph_handle gbar = b.input(names.back(), t.type, t.shape);
-    const graph loss = b.build({dot(b, out, gbar)});
-    std::vector<std::string> wrt;
-    std::vector<std::size_t> sources{scalar_output};
-    for (auto k : floating_operands()) {
-      wrt.push_back(names_[k]);
-      sources.push_back(k);
-    }
-    return std::make_shared<const runtime_program>(differentiate(loss, wrt), std::move(names), std::move(sources), type_);
-  }
-
+  static graph_handle dot(graph_builder& b, const graph_handle& out, const graph_handle& gbar);
+  std::shared_ptr<const runtime_program> make_vjp(std::size_t output) const;
   // back: the VJP program (operands: this program's, then gbar; outputs: the dot, then the adjoints).
-  std::shared_ptr<const runtime_program> make_jvp(const runtime_program& back) const {
-    graph_builder b(back.source());
-    std::vector<std::string> names = back.operand_names();
-    const std::vector<std::size_t> floating = floating_operands();
-    std::optional<graph_handle> total;
-    for (std::size_t j = 0; j < floating.size(); ++j) {
-      names.push_back(operand_name(names.size()));
-      const graph_type t = operand_graph_type(floating[j]);
-      const graph_handle tangent = b.input(names.back(), t.type, t.shape);
-      const graph_handle term = dot(b, b.outputs().at(1 + j), tangent);
-      total = total ? b.apply(ops::add_op::name, {*total, term}) : term;
-    }
-    const std::string gbar = back.operand_names().back();
-    if (!total) {  // no floating operand: the tangent is zero
-      total = b.literal(0.0, type_);
-    }
-    const graph dotted = b.build({*total});
-    const std::size_t gbar_operand = back.operand_names().size() - 1;
-    return std::make_shared<const runtime_program>(differentiate(dotted, {gbar}), std::move(names),
-                                                   std::vector<std::size_t>{scalar_output, gbar_operand}, type_);
-  }
+  std::shared_ptr<const runtime_program> make_jvp(const runtime_program& back) const;
 
   std::vector<std::string> names_;
   std::vector<std::size_t> sources_;
@@ -233,31 +123,12 @@ inline graph_lru_cache<cached_program>& program_cache() {
 // the operands listed in `wrt` (outputs 1, 2, ...). `operand_names` name forward's leaves. The same
 // program object for a forward graph of the same structure, names and constants (program_cache()):
 // programs run one at a time, so threads evaluating gradients of the same model take turns.
-inline std::shared_ptr<const runtime_program> gradient_program(const graph& forward, std::vector<std::string> operand_names,
-                                                               const std::vector<std::size_t>& wrt) {
-  using runtime_detail::program_cache;
-  structure_hasher h;
-  h.add(graph_structure_hash(forward));
-  for (const auto& n : operand_names) h.add(n);
-  for (auto k : wrt) h.add(std::uint64_t(k));
-  const std::uint64_t key = h.value();
-  if (auto hit = program_cache().find(key, [&](const runtime_detail::cached_program& e) {
-        return e.operand_names == operand_names && e.wrt == wrt && e.forward == forward;
-      }))
-    return hit->program;
-
-  std::vector<std::string> names;
-  std::vector<std::size_t> sources{runtime_program::scalar_output};
-  for (auto k : wrt) {
-    names.push_back(operand_names.at(k));
-    sources.push_back(k);
-  }
-  const dtype type = forward.outputs.empty() ? dtype::f32 : runtime_program::value_type_in(forward, forward.outputs[0]).type;
-  auto program = std::make_shared<const runtime_program>(differentiate(forward, names), operand_names,
-                                                         std::move(sources), type);
-  program_cache().insert(key, std::make_shared<const runtime_detail::cached_program>(
-                                  runtime_detail::cached_program{forward, std::move(operand_names), wrt, program}));
-  return program;
-}
+SYMFLOW_LIBRARY_LINKAGE std::shared_ptr<const runtime_program> gradient_program(const graph& forward,
+                                                                         std::vector<std::string> operand_names,
+                                                                         const std::vector<std::size_t>& wrt);
 
 }  // namespace symflow
+
+#if !SYMFLOW_LIBRARY_PROGRAMS_DECLARED_ONLY
+#include "program_impl.hpp"
+#endif

@@ -12,7 +12,8 @@
 //     declared, not defined;
 //   - in exactly one translation unit, define SYMFLOW_LIBRARY_IMPLEMENTATION and include
 //     <symflow/library_definitions.hpp>: it is defined there, with external linkage. (The project's
-//     CMake target symflow_library builds the same from two units, cmake/library/*.cpp.)
+//     CMake target symflow_library builds the same from the units in cmake/library/, one per
+//     part below, so that they compile in parallel and none takes a minute.)
 //
 // Compile that unit with the same code-generation flags as the rest (-march, -ffp-contract): the
 // interpreter's kernels and the update rules are compiled there.
@@ -23,7 +24,8 @@
 // SYMFLOW_LIBRARY_DECLARED_ONLY.
 // A unit may define only a part of that code, so that a build can compile the parts in parallel
 // (the project's cmake/library/*.cpp; each unit defines one of these macros at most):
-//   - SYMFLOW_LIBRARY_PART_OP_TABLE: find_runtime_op;
+//   - SYMFLOW_LIBRARY_PART_OP_TABLE: find_runtime_op, and the loader's op schemas (op_schemas,
+//     ir/op_registry.hpp: every op's dtype rule table);
 //   - SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES: find_derivative_rule and the first half of the
 //     derivative rules; SYMFLOW_LIBRARY_PART_DERIVATIVE_RULES_2: their second half;
 //   - SYMFLOW_LIBRARY_PART_GEMM: the float and double matrix products;

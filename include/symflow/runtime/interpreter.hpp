@@ -17,19 +17,21 @@
 #include "../core/params.hpp"
 #include "../core/separate_compilation.hpp"
 #include "../ir/graph.hpp"
-#include "../ir/validate.hpp"
 #include "../eval/nonfinite_report.hpp"
 #include "trace.hpp"
-#include "buffer_pool.hpp"
 #include "feeds.hpp"
-#include "op_table.hpp"
-#include "pass_cache.hpp"
 #include "plan_cache.hpp"
 #include "run_options.hpp"
-#include "run_state.hpp"
-#include "run_steps.hpp"
-#include "storage_lowering.hpp"
 #include "../ir/value.hpp"
+
+namespace symflow::runtime_detail {
+// What a run uses (run_state.hpp, buffer_pool.hpp, pass_cache.hpp): interpreter_impl.hpp includes
+// them, so a unit that only declares the interpreter's members does not read the run steps.
+struct run_context;
+struct run_state;
+class buffer_pool;
+class pass_cache;
+}  // namespace symflow::runtime_detail
 
 namespace symflow {
 
@@ -71,16 +73,17 @@ class interpreter {
   void run_bound_into(const std::vector<output_target>& targets, const std::vector<bound_leaf>& leaves) const;
 
  private:
-  runtime_detail::run_context context() const { return {graph_, options_, structure_, *pool_, passes_.get()}; }
+  runtime_detail::run_context context() const;
   void finish_run(runtime_detail::run_state& s, std::vector<runtime_tensor>& outputs) const;
 
   graph graph_;
   interpreter_options options_;
   std::shared_ptr<const graph_structure> structure_;  // plan_cache.hpp's key
   // Intermediates' storage, kept between runs (buffer_pool.hpp); shared by copies of the interpreter.
-  std::shared_ptr<runtime_detail::buffer_pool> pool_ = std::make_shared<runtime_detail::buffer_pool>();
+  // Both are made by the constructor.
+  std::shared_ptr<runtime_detail::buffer_pool> pool_;
   // Fused passes of the last plans run, rebound by the next run of a plan (pass_cache.hpp); shared too.
-  std::shared_ptr<runtime_detail::pass_cache> passes_ = std::make_shared<runtime_detail::pass_cache>();
+  std::shared_ptr<runtime_detail::pass_cache> passes_;
   mutable interpreter_stats stats_;
   mutable value_trace trace_;
   mutable interpreter_profile profile_;

@@ -9,10 +9,19 @@
 
 #include "interpreter.hpp"
 
+#include "../ir/validate.hpp"
+#include "buffer_pool.hpp"
+#include "op_table.hpp"
+#include "pass_cache.hpp"
+#include "run_state.hpp"
+#include "run_steps.hpp"
+#include "storage_lowering.hpp"
+
 namespace symflow {
 
 SYMFLOW_LIBRARY_LINKAGE interpreter::interpreter(graph g, interpreter_options options)
-    : graph_(std::move(g)), options_(options) {
+    : graph_(std::move(g)), options_(options), pool_(std::make_shared<runtime_detail::buffer_pool>()),
+      passes_(std::make_shared<runtime_detail::pass_cache>()) {
   validate(graph_, "interpreter");
   for (const auto& n : graph_.nodes)
     if (!n.is_literal() && !find_runtime_op(n.op) && !control_flow::is_control_flow(n.op))
@@ -61,6 +70,10 @@ SYMFLOW_LIBRARY_LINKAGE void interpreter::run_bound_into(const std::vector<outpu
   trace_ = std::move(s.trace);
   profile_ = std::move(s.profile);
   s.write_targets();
+}
+
+SYMFLOW_LIBRARY_LINKAGE runtime_detail::run_context interpreter::context() const {
+  return {graph_, options_, structure_, *pool_, passes_.get()};
 }
 
 SYMFLOW_LIBRARY_LINKAGE void interpreter::finish_run(runtime_detail::run_state& s,

@@ -13,6 +13,7 @@
 #include <random>
 #include <symflow/graph/all.hpp>
 #include <symflow/io/json.hpp>
+#include <symflow/io/json_reader.hpp>  // detail::json_structure_guard
 #include <symflow/symflow.hpp>
 
 using namespace symflow;

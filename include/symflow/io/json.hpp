@@ -6,29 +6,33 @@
 // Floating-point numbers are written with enough digits to read back exactly (float elements as the
 // double of equal value); NaN and infinities as the strings "nan", "inf", "-inf".
 //
-// json_writer.hpp writes, json_reader.hpp reads, json_format.hpp holds what both share; this header
-// adds the file forms and is the one to include.
+// json_writer.hpp writes, json_reader.hpp reads, json_format.hpp holds what both share,
+// json_impl.hpp defines the functions below; this header is the one to include.
 #include <string>
 #include <string_view>
 
+#include "../core/separate_compilation.hpp"
+#include "../ir/graph.hpp"
 #include "binary.hpp"
-#include "json_reader.hpp"
-#include "json_writer.hpp"
 
 namespace symflow {
 
-inline void save_graph_json_file(const std::string& path, const graph& g, graph_save_options options = {}) {
-  const std::string text = save_graph_json(g, options);
-  write_file_bytes(path, text.data(), text.size());
-}
+// The graph as JSON text (deterministic: save(load(save(g))) == save(g)). Strings must be UTF-8
+// (the loaders guarantee it); a graph built by hand with other bytes in a name is refused.
+SYMFLOW_LIBRARY_LINKAGE std::string save_graph_json(const graph& g, graph_save_options options = {});
+// The graph in `text`, validated; a graph_error naming the JSON pointer of what it refuses.
+SYMFLOW_LIBRARY_LINKAGE graph load_graph_json(std::string_view text);
+
+SYMFLOW_LIBRARY_LINKAGE void save_graph_json_file(const std::string& path, const graph& g,
+                                                  graph_save_options options = {});
 // Errors name the file: "graph file 'PATH': graph JSON: ...".
-inline graph load_graph_json_file(const std::string& path) {
-  const auto bytes = read_file_bytes(path);
-  try {
-    return load_graph_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  } catch (const graph_error& e) {
-    throw graph_error("graph file '" + detail::printable_path(path) + "': " + e.what());
-  }
-}
+SYMFLOW_LIBRARY_LINKAGE graph load_graph_json_file(const std::string& path);
 
 }  // namespace symflow
+
+// The definitions, with the JSON parser behind them: compiled once per program with the training
+// files under SYMFLOW_SEPARATE_COMPILATION (core/separate_compilation.hpp), where a unit that
+// saves or loads graphs then needs neither nlohmann-json's header nor its code.
+#if !SYMFLOW_LIBRARY_DECLARED_ONLY
+#include "json_impl.hpp"
+#endif

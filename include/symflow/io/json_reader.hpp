@@ -1,7 +1,7 @@
 #pragma once
 // Reading a graph value from JSON (the format: json.hpp, the header to include): a guard that
-// watches the parser, accessors that check what they read, and load_graph_json. Every refusal is a
-// graph_error naming the JSON pointer of what it read.
+// watches the parser and accessors that check what they read (load_graph_json, which uses them, is
+// json_impl.hpp). Every refusal is a graph_error naming the JSON pointer of what it read.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -308,28 +308,5 @@ inline graph json_reader::graph_object(const ojson& doc, const std::string& base
   return g;
 }
 }  // namespace detail
-
-inline graph load_graph_json(std::string_view text) {
-  using detail::json_reader;
-  using detail::ojson;
-  ojson doc;
-  try {
-    doc = ojson::parse(text.begin(), text.end(), detail::json_structure_guard{});
-  } catch (const ojson::exception& e) {
-    // nlohmann quotes the last token read, which can be a whole long string: bounded.
-    throw graph_error(std::string("graph JSON: malformed JSON: ") + detail::excerpt(e.what(), 300));
-  }
-  json_reader::only_keys(doc, "", {"format", "version", "inputs", "parameters", "constants", "nodes", "outputs"});
-  const std::string format = json_reader::string(doc, "", "format");
-  if (format != graph_json_format)
-    json_reader::fail("/format", "\"" + detail::excerpt(format) + "\" is not \"" + std::string(graph_json_format) + "\"");
-  const std::int64_t version = json_reader::integer(doc, "", "version", 0, std::numeric_limits<std::int64_t>::max());
-  if (version != graph_json_version)
-    json_reader::fail("/version", "unsupported version " + std::to_string(version) + " (this reader reads version " +
-                                      std::to_string(graph_json_version) + ")");
-  graph g = json_reader::graph_object(doc, "", 0);
-  validate(g, "graph JSON");
-  return g;
-}
 
 }  // namespace symflow

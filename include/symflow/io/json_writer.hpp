@@ -1,5 +1,6 @@
 #pragma once
-// Writing a graph value as JSON (the format: json.hpp, the header to include).
+// Writing a graph value as JSON (the format: json.hpp, the header to include; save_graph_json is
+// json_impl.hpp).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -147,15 +148,5 @@ inline std::string save_graph_json_unchecked(const graph& g, graph_save_options 
 }
 
 }  // namespace detail
-
-// The graph as JSON text (deterministic: save(load(save(g))) == save(g)). Strings must be UTF-8
-// (the loaders guarantee it); a graph built by hand with other bytes in a name is refused.
-inline std::string save_graph_json(const graph& g, graph_save_options options = {}) {
-  try {
-    return detail::save_graph_json_unchecked(g, options);
-  } catch (const detail::ojson::exception& e) {
-    throw graph_error(std::string("graph JSON: cannot write the graph: ") + e.what());
-  }
-}
 
 }  // namespace symflow

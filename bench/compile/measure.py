@@ -9,8 +9,8 @@ for generated MLP programs links and runs them under `ulimit -s 1024` (1 MB stac
 
 Every case is compiled as the project's targets are: with -DSYMFLOW_SEPARATE_COMPILATION, linked
 with what does not depend on the model compiled once (cmake/library/*.cpp: the graph runtime's op
-tables, interpreter and runtime programs; the matrix products; update rules, checkpoint, IDX and
-TensorBoard files; the library CMake builds as symflow_library). Those compiles are measured too and reported in their own rows: a program pays
+tables, interpreter and runtime programs; the matrix products; update rules, checkpoint, IDX,
+TensorBoard and graph JSON files; the library CMake builds as symflow_library). Those compiles are measured too and reported in their own rows: a program pays
 them once, like a library it links, not per translation unit.
 
 Cases:
@@ -207,7 +207,7 @@ LIBRARY_PARTS = {
     "programs": ("runtime programs, differentiation (`cmake/library/runtime_programs.cpp`)",
                  "runtime_programs.cpp", ["-ffp-contract=off"]),
     "gemm": ("matrix products (`cmake/library/gemm.cpp`)", "gemm.cpp", []),
-    "training": ("update rules, checkpoint, IDX, TensorBoard files (`cmake/library/training_and_files.cpp`)",
+    "training": ("update rules, checkpoint, IDX, TensorBoard, graph JSON files (`cmake/library/training_and_files.cpp`)",
                  "training_and_files.cpp", []),
 }
 

@@ -19,6 +19,16 @@
 
 namespace symflow {
 
+namespace runtime_detail {
+// run_bound and run_bound_into take one bound leaf per input and parameter, in graph order.
+inline void check_bound_leaf_count(const graph& g, const std::vector<bound_leaf>& leaves) {
+  const std::size_t expected = g.inputs.size() + g.parameters.size();
+  if (leaves.size() != expected)
+    throw value_error("interpreter: " + std::to_string(leaves.size()) + " bound leaves for a graph with " +
+                      std::to_string(expected) + " inputs and parameters");
+}
+}  // namespace runtime_detail
+
 SYMFLOW_LIBRARY_LINKAGE interpreter::interpreter(graph g, interpreter_options options)
     : graph_(std::move(g)), options_(options), pool_(std::make_shared<runtime_detail::buffer_pool>()),
       passes_(std::make_shared<runtime_detail::pass_cache>()) {
@@ -40,9 +50,7 @@ SYMFLOW_LIBRARY_LINKAGE void interpreter::run_into(std::vector<runtime_tensor>& 
 
 SYMFLOW_LIBRARY_LINKAGE void interpreter::run_bound(std::vector<runtime_tensor>& outputs,
                                                     const std::vector<bound_leaf>& leaves) const {
-  if (leaves.size() != graph_.inputs.size() + graph_.parameters.size())
-    throw value_error("interpreter: " + std::to_string(leaves.size()) + " bound leaves for a graph with " +
-                      std::to_string(graph_.inputs.size() + graph_.parameters.size()) + " inputs and parameters");
+  runtime_detail::check_bound_leaf_count(graph_, leaves);
   outputs.resize(graph_.outputs.size());
   static const runtime_feeds no_feeds;
   runtime_detail::run_state s(context(), no_feeds, nullptr);
@@ -56,9 +64,7 @@ SYMFLOW_LIBRARY_LINKAGE void interpreter::run_bound_into(const std::vector<outpu
   if (targets.size() != graph_.outputs.size())
     throw value_error("interpreter: " + std::to_string(targets.size()) + " output targets for a graph with " +
                       std::to_string(graph_.outputs.size()) + " outputs");
-  if (leaves.size() != graph_.inputs.size() + graph_.parameters.size())
-    throw value_error("interpreter: " + std::to_string(leaves.size()) + " bound leaves for a graph with " +
-                      std::to_string(graph_.inputs.size() + graph_.parameters.size()) + " inputs and parameters");
+  runtime_detail::check_bound_leaf_count(graph_, leaves);
   static const runtime_feeds no_feeds;
   runtime_detail::run_state s(context(), no_feeds, nullptr);
   s.bound = &leaves;

@@ -328,3 +328,83 @@ TEST(GraphInterpreter, ChainedMembersGiveTheBitsOfOnePassPerNode) {
   expect_chained_members_match_unfused<float>();
   expect_chained_members_match_unfused<double>();
 }
+
+// Tiles of several whole rows (fused_pass.hpp, plan_row_tiles): a [rows, 48] pass whose inputs are
+// a matrix, a bias broadcast over the rows and a value per row (broadcast along it) runs 10 rows
+// per tile (480 elements) instead of one, with a row sum and column sums of the same value in the
+// pass: the same bits as tiles of one row, as one pass per node, and on one thread; float64 as the
+// reference. 1385 rows (over the parallel threshold, the last tile short), NaN, infinities and -0
+// among the inputs.
+template <class T>
+void expect_row_tiles_match_one_row_tiles() {
+  const auto x = placeholder<"rx", T, shape<dyn, 48>>();
+  const auto b = placeholder<"rb", T, shape<48>>();
+  const auto m = placeholder<"rm", T, shape<dyn, 1>>();
+  std::mt19937 rng{48};
+  constexpr std::size_t rows = 1385;
+  auto xv = random_tensor<T, shape<dyn, 48>>(rng, {rows, 48}, -2, 2);
+  const auto bv = random_tensor<T, shape<48>>(rng, {48}, -2, 2);
+  auto mv = random_tensor<T, shape<dyn, 1>>(rng, {rows, 1}, -1, 1);
+  xv(3, 47) = std::numeric_limits<T>::quiet_NaN();
+  xv(700, 5) = std::numeric_limits<T>::infinity();
+  xv(901, 9) = -std::numeric_limits<T>::infinity();
+  xv(1384, 0) = T(-0.0);
+  mv(1384, 0) = T(-0.0);
+  const auto v = tanh(x * b + m) * x - m;
+  const graph g = to_graph(v, sum(v, axes<1>), sum(v, axes<0>));
+  const auto feeds = sources_for(g, x = xv, b = bv, m = mv).feeds;
+  interpreter_options profiled;
+  profiled.profile = true;
+  interpreter rows_per_tile(g, profiled);
+  const auto got = rows_per_tile.run(feeds);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(rows_per_tile.last_stats().fused_reductions, 2u);
+  bool row_tiles = false;
+  for (const auto& e : rows_per_tile.last_profile().entries)
+    row_tiles = row_tiles || e.description.find("tile 480 (10 rows)") != std::string::npos;
+  EXPECT_TRUE(row_tiles) << rows_per_tile.last_profile().slowest();
+  const auto one_row = interpreter(g, tiled_options(48)).run(feeds);
+  const auto unfused = interpreter(g, unfused_options()).run(feeds);
+  std::vector<runtime_tensor> serial;
+  {
+    const cpu::serial_scope one_thread(true);
+    serial = interpreter(g).run(feeds);
+  }
+  for (std::size_t o = 0; o < 3; ++o) {
+    EXPECT_EQ(compare(one_row[o], got[o]).max_ulps, 0u) << "output " << o;
+    EXPECT_EQ(compare(unfused[o], got[o]).max_ulps, 0u) << "unfused, output " << o;
+    EXPECT_EQ(compare(serial[o], got[o]).max_ulps, 0u) << "one thread, output " << o;
+  }
+  const double eps = double(std::numeric_limits<T>::epsilon());
+  std::vector<double> column(48, 0.0), column_magnitude(48, 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double row = 0, magnitude = 0;
+    for (std::size_t j = 0; j < 48; ++j) {
+      const double xx = xv(r, j), mm = mv(r, 0);
+      const double want = std::tanh(xx * double(bv(j)) + mm) * xx - mm;
+      const T value = got[0].template data<T>()[r * 48 + j];
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(value)) << r << ", " << j;
+      else if (std::isinf(want)) EXPECT_EQ(value, T(want)) << r << ", " << j;
+      else EXPECT_NEAR(double(value), want, 64 * eps * (1 + std::abs(want))) << r << ", " << j;
+      row += want;
+      magnitude += std::abs(want);
+      column[j] += want;
+      column_magnitude[j] += std::abs(want);
+    }
+    const double s = got[1].template data<T>()[r];
+    if (std::isnan(row)) EXPECT_TRUE(std::isnan(s)) << "row " << r;
+    else if (std::isinf(row)) EXPECT_EQ(s, row) << "row " << r;
+    else EXPECT_NEAR(s, row, 64 * eps * (1 + magnitude)) << "row " << r;
+  }
+  for (std::size_t j = 0; j < 48; ++j) {
+    const double s = got[2].template data<T>()[j];
+    if (std::isnan(column[j])) EXPECT_TRUE(std::isnan(s)) << "column " << j;
+    else if (std::isinf(column[j])) EXPECT_EQ(s, column[j]) << "column " << j;
+    else EXPECT_NEAR(s, column[j], 64 * eps * (1 + column_magnitude[j])) << "column " << j;
+  }
+  EXPECT_TRUE(std::isnan(got[2].template data<T>()[47]));  // the NaN's column
+}
+TEST(GraphInterpreter, TilesOfSeveralRowsGiveTheBitsOfOneRowTiles) {
+  expect_row_tiles_match_one_row_tiles<float>();
+  expect_row_tiles_match_one_row_tiles<double>();
+}

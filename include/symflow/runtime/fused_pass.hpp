@@ -35,6 +35,7 @@ class fused_pass {
         reductions_(std::move(reductions)) {
     plan_index_space();
     choose_tile(options);
+    plan_row_tiles();
     build_program(checking);
     if (!reductions_.empty()) {  // the interpreter's tiles: a generated pass keeps no rows
       std::vector<dtype> types;
@@ -48,13 +49,16 @@ class fused_pass {
     native_ = generated_pass_for(options, inputs_, members_, streamed);
     // A generated pass keeps its members in registers and reads its inputs as it computes (no
     // bursts of one op over a tile), so small tiles gain nothing and cost calls.
-    if (native_ && options.tile_elements == 0) tile_ = native_pass_tile;
+    if (native_ && options.tile_elements == 0 && tile_ < native_pass_tile)
+      tile_ = row_tiles_ ? native_pass_tile / dims_[1] * dims_[1] : native_pass_tile;
   }
 
   bool native() const noexcept { return native_ != nullptr; }
   // Members computed in the loop of the member reading them (chain_pairs), when not native.
   std::size_t chained() const noexcept { return native_ ? 0 : chained_; }
   std::size_t tile() const noexcept { return tile_; }
+  // Whole rows per tile, when tiles hold several (plan_row_tiles); else 1.
+  std::size_t rows_per_tile() const noexcept { return row_tiles_ ? tile_ / dims_[1] : 1; }
 
   // The same pass over other memory (a later run of the same plan, runtime/pass_cache.hpp): the
   // inputs' elements, the stored members' storage and the reductions' results, in the order the
@@ -166,6 +170,17 @@ class fused_pass {
     }
   }
 
+  // Tiles of several whole rows, where the index space is [rows, inner] (axes not merged because
+  // an input broadcasts along one of them), the row is short and on the packet grid, and every input
+  // is one of the row_input kinds (tile_copies.hpp): a tile then costs one lookup per input instead
+  // of one per input and row, and each op's loop runs over more elements per call. Each row still
+  // starts on the packet grid, so every element is computed as in a tile of one row (same bits).
+  void plan_row_tiles() {
+    row_tiles_ = dims_.size() == 2 && dims_[1] % packet_grid == 0 && dims_[1] < tile_ &&
+                 fused_pass_detail::classify_row_inputs(dims_[1], dstrides_, splat_all_, row_kind_);
+    if (row_tiles_) tile_ = tile_ / dims_[1] * dims_[1];
+  }
+
   // Tile buffers are assigned like registers: a buffer is reused once the last step reading its
   // member has run, so the working set is the values live at once (W2, 9 members: 3 buffers), not one
   // buffer per member. A stored member of at least cpu::streaming_store_bytes is computed into a
@@ -265,7 +280,8 @@ class fused_pass {
       for (auto esize : buffer_esize_) ln.buffers.emplace_back(tile_ * esize);
       ln.splats.resize(nx);
       for (std::size_t k = 0; k < nx; ++k)
-        if (inner_splat_[k]) ln.splats[k] = aligned_buffer<unsigned char>(tile_ * dtype_size(inputs_[k].type));
+        if (inner_splat_[k] || (row_tiles_ && row_kind_[k] == fused_pass_detail::row_input::repeated))
+          ln.splats[k] = aligned_buffer<unsigned char>(tile_ * dtype_size(inputs_[k].type));
       for (std::size_t k = 0; k < nm; ++k)
         if (steps_[k].buffer >= 0) ln.ptr[nx + k] = ln.buffers[std::size_t(steps_[k].buffer)].data();
     } else if (ln.binding == binding_) {
@@ -276,6 +292,11 @@ class fused_pass {
       const fused_pass_input& x = inputs_[k];
       if (splat_all_[k]) {
         fused_pass_detail::fill_splat(ln.splats[k].data(), x.data, x.type, tile_);
+        ln.ptr[k] = ln.splats[k].data();
+      } else if (row_tiles_ && row_kind_[k] == fused_pass_detail::row_input::repeated) {
+        const std::size_t bytes = dims_[1] * dtype_size(x.type);
+        for (std::size_t at = 0; at < tile_ * dtype_size(x.type); at += bytes)
+          std::memcpy(ln.splats[k].data() + at, x.data, bytes);
         ln.ptr[k] = ln.splats[k].data();
       }
     }
@@ -290,6 +311,23 @@ class fused_pass {
       return std::min(tile_, end - pos);
     }
     const std::size_t inner = dims_.back();
+    if (row_tiles_) {  // pos and end on whole rows (plan_row_tiles, run)
+      const std::size_t n = std::min(tile_, end - pos), first = pos / inner;
+      for (std::size_t k = 0; k < nx; ++k) {
+        if (splat_all_[k]) continue;
+        const fused_pass_input& x = inputs_[k];
+        const std::size_t esize = dtype_size(x.type);
+        if (row_kind_[k] == fused_pass_detail::row_input::contiguous) {
+          ln.ptr[k] = static_cast<const char*>(x.data) + pos * esize;
+        } else if (row_kind_[k] == fused_pass_detail::row_input::per_row) {
+          const char* value = static_cast<const char*>(x.data) + first * dstrides_[k][0] * esize;
+          for (std::size_t r = 0; r < n / inner; ++r, value += dstrides_[k][0] * esize)
+            fused_pass_detail::fill_splat(ln.splats[k].data() + r * inner * esize, value, x.type, inner);
+          ln.ptr[k] = ln.splats[k].data();
+        }
+      }
+      return n;
+    }
     std::size_t row = pos / inner, col = pos % inner;
     const std::size_t n = std::min({tile_, inner - col, end - pos});
     for (std::size_t d = dims_.size() - 1; d-- > 0;) {
@@ -382,6 +420,8 @@ class fused_pass {
   std::size_t tile_ = 0;
   std::vector<step> steps_;
   std::vector<std::size_t> buffer_esize_;
+  bool row_tiles_ = false;            // tiles of whole rows (plan_row_tiles)
+  std::vector<fused_pass_detail::row_input> row_kind_;   // per input, when row_tiles_
   pass_function native_ = nullptr;
   std::size_t chained_ = 0;
   std::vector<lane> lanes_;  // per thread

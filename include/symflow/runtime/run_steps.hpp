@@ -217,6 +217,7 @@ inline void run_group(run_state& s, int gi) {
                  (gr.over_columns[k] ? "columns" : "rows");
         return "fused pass [" + ops + "] over " + std::string(dtype_name(s.values[members.back()].type)) +
                format_extents(gr.extents) + ", tile " + std::to_string(pass.tile()) +
+               (pass.rows_per_tile() > 1 ? " (" + std::to_string(pass.rows_per_tile()) + " rows)" : "") +
                (pass.native() ? ", generated code" : "");
       },
       [&] { nonfinite = pass.run(); });

@@ -1,10 +1,12 @@
 #pragma once
 // What a fused pass (fused_pass.hpp) moves besides its ops' results: a stored member copied from its
-// tile buffer with streaming stores, and a broadcast operand's value repeated along a tile.
+// tile buffer with streaming stores, a broadcast operand's value repeated along a tile, and how a
+// tile of whole rows finds each operand.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "../core/dtype.hpp"
 #include "../eval/cpu/fused_loop.hpp"
@@ -69,6 +71,30 @@ inline void fill_splat(void* dst, const void* value, dtype type, std::size_t n) 
   if (esize == 2) return fill_bits<std::uint16_t>(dst, value, n);
   if (esize == 1) return fill_bits<std::uint8_t>(dst, value, n);
   for (std::size_t i = 0; i < n; ++i) std::memcpy(static_cast<char*>(dst) + i * esize, value, esize);
+}
+
+// How a pass whose tiles hold whole rows of a [rows, inner] index space finds an input's tile.
+enum class row_input : unsigned char {
+  contiguous,  // row-major over both axes: a pointer into the input
+  repeated,    // one row, the same for every row (a bias): the row copied once per row of a tile
+  per_row,     // one value per row (a row's mean): each of the tile's rows filled with its value
+};
+
+// Each input's kind from its strides along the two axes (in elements; 0 where it broadcasts), into
+// `kinds`; false when an input is none of them (a transposed or strided read). Inputs that are one
+// value (`splat_all`) keep whatever kind: the pass fills them once.
+inline bool classify_row_inputs(std::size_t inner, const std::vector<std::vector<std::size_t>>& strides,
+                                const std::vector<char>& splat_all, std::vector<row_input>& kinds) {
+  kinds.assign(strides.size(), row_input::contiguous);
+  for (std::size_t k = 0; k < strides.size(); ++k) {
+    if (splat_all[k]) continue;
+    const std::size_t along_rows = strides[k][0], along_row = strides[k][1];
+    if (along_row == 1 && along_rows == inner) kinds[k] = row_input::contiguous;
+    else if (along_row == 1 && along_rows == 0) kinds[k] = row_input::repeated;
+    else if (along_row == 0) kinds[k] = row_input::per_row;
+    else return false;
+  }
+  return true;
 }
 
 }  // namespace symflow::fused_pass_detail

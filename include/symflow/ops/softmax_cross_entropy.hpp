@@ -74,37 +74,49 @@ void check_labels(std::string_view op, const Label* labels, std::size_t n, std::
                         ") (a negative label marks a padding example)");
 }
 
+// row(i) for every row i. Rows are independent, so threads may take shares of them (same bits):
+// they do from a few thousand logits up, where the rows' exps in double (tens of nanoseconds per
+// logit; a batch of 256 rows of 10 took 35-55 us on one thread) outweigh starting threads.
+template <class Row>
+void for_each_row(std::size_t n, std::size_t k, Row&& row) {
+  [[maybe_unused]] const bool threads = n >= 2 && n * k >= 2048;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (threads)
+#endif
+  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) row(std::size_t(i));
+}
+
 template <class T, class Label>
 void forward(const T* logits, const Label* labels, T* loss, std::size_t n, std::size_t k) {
   check_labels("softmax_cross_entropy", labels, n, k);
-  for (std::size_t i = 0; i < n; ++i) {
+  for_each_row(n, k, [&](std::size_t i) {
     const T* row = logits + i * k;
     const auto label = labels[i];
     if (label < 0) {
       loss[i] = T(0);
-      continue;
+      return;
     }
     const auto [m, s] = row_stats(row, k);
     loss[i] = T(m + std::log(s) - double(row[std::size_t(label)]));
-  }
+  });
 }
 
 template <class T, class Label>
 void backward(const T* g, const T* logits, const Label* labels, T* out, std::size_t n, std::size_t k) {
   check_labels("softmax_cross_entropy_backward", labels, n, k);
-  for (std::size_t i = 0; i < n; ++i) {
+  for_each_row(n, k, [&](std::size_t i) {
     const T* row = logits + i * k;
     T* d = out + i * k;
     const auto label = labels[i];
     if (label < 0) {
       std::fill_n(d, k, T(0));
-      continue;
+      return;
     }
     const auto [m, s] = row_stats(row, k);
     const double scale = double(g[i]) / s;
     for (std::size_t j = 0; j < k; ++j) d[j] = T(std::exp(double(row[j]) - m) * scale);
     d[std::size_t(label)] -= g[i];
-  }
+  });
 }
 
 // The labels' dtype rule (i32 or i64).

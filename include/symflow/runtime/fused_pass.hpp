@@ -57,8 +57,8 @@ class fused_pass {
   // Members computed in the loop of the member reading them (chain_pairs), when not native.
   std::size_t chained() const noexcept { return native_ ? 0 : chained_; }
   std::size_t tile() const noexcept { return tile_; }
-  // Whole rows per tile, when tiles hold several (plan_row_tiles); else 1.
-  std::size_t rows_per_tile() const noexcept { return row_tiles_ ? tile_ / dims_[1] : 1; }
+  // Whole rows per tile, when tiles hold several (plan_row_tiles; at most the pass's rows); else 1.
+  std::size_t rows_per_tile() const noexcept { return row_tiles_ ? std::min(tile_ / dims_[1], dims_[0]) : 1; }
 
   // The same pass over other memory (a later run of the same plan, runtime/pass_cache.hpp): the
   // inputs' elements, the stored members' storage and the reductions' results, in the order the
@@ -176,7 +176,7 @@ class fused_pass {
   // of one per input and row, and each op's loop runs over more elements per call. Each row still
   // starts on the packet grid, so every element is computed as in a tile of one row (same bits).
   void plan_row_tiles() {
-    row_tiles_ = dims_.size() == 2 && dims_[1] % packet_grid == 0 && dims_[1] < tile_ &&
+    row_tiles_ = dims_.size() == 2 && dims_[0] > 1 && dims_[1] % packet_grid == 0 && dims_[1] < tile_ &&
                  fused_pass_detail::classify_row_inputs(dims_[1], dstrides_, splat_all_, row_kind_);
     if (row_tiles_) tile_ = tile_ / dims_[1] * dims_[1];
   }

@@ -294,9 +294,7 @@ class fused_pass {
         fused_pass_detail::fill_splat(ln.splats[k].data(), x.data, x.type, tile_);
         ln.ptr[k] = ln.splats[k].data();
       } else if (row_tiles_ && row_kind_[k] == fused_pass_detail::row_input::repeated) {
-        const std::size_t bytes = dims_[1] * dtype_size(x.type);
-        for (std::size_t at = 0; at < tile_ * dtype_size(x.type); at += bytes)
-          std::memcpy(ln.splats[k].data() + at, x.data, bytes);
+        fused_pass_detail::fill_repeated_row(ln.splats[k].data(), x.data, x.type, dims_[1], tile_);
         ln.ptr[k] = ln.splats[k].data();
       }
     }

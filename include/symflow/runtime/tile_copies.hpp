@@ -73,6 +73,13 @@ inline void fill_splat(void* dst, const void* value, dtype type, std::size_t n) 
   for (std::size_t i = 0; i < n; ++i) std::memcpy(static_cast<char*>(dst) + i * esize, value, esize);
 }
 
+// A row of `row` elements (an operand broadcast over the rows) repeated to fill `n` elements, n a
+// multiple of row: a tile of whole rows of that operand.
+inline void fill_repeated_row(void* dst, const void* row_data, dtype type, std::size_t row, std::size_t n) {
+  const std::size_t bytes = row * dtype_size(type);
+  for (std::size_t at = 0; at < n * dtype_size(type); at += bytes) std::memcpy(static_cast<char*>(dst) + at, row_data, bytes);
+}
+
 // How a pass whose tiles hold whole rows of a [rows, inner] index space finds an input's tile.
 enum class row_input : unsigned char {
   contiguous,  // row-major over both axes: a pointer into the input
